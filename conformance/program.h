@@ -1,0 +1,224 @@
+// The program model: what a conformance program is.
+//
+// A program declares parameters (name, dtype, shape, initial values), a loss expression over them,
+// an optional optimizer, and a sequence of training-step actions. The interpreter (interpreter.h) runs a
+// program on any Engine (engine.h) and records a Trace (trace.h) after every action.
+//
+// Example (the JSON form is documented in program_json.h and fixtures/README.md):
+//
+//   Program p;
+//   p.params.push_back({"x", DType::Float64, {3}, {1, 2, 3}});
+//   p.loss = sum(mul(param("x"), param("x")));          // y = (x*x).sum()
+//   p.actions = {Action::forward(), Action::backward()};
+//
+// Everything here is plain data: no engine, no torch. validate() checks a program statically (names,
+// shapes, dtypes, limits) and infer_shape() gives the dtype and shape of an expression, so that engines may
+// assume a validated program is well-formed and only the semantics under test can fail at run time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lockstep {
+
+enum class DType { Float32, Float64 };
+
+const char* dtype_name(DType d);  // "float32" / "float64"
+
+using Shape = std::vector<int64_t>;  // {} is a 0-d scalar
+
+int64_t numel(const Shape& shape);  // 1 for {}
+
+// A dense tensor value. Values are held as double; a float32 tensor holds values exactly representable as
+// float (engines convert at their boundary). Row-major.
+struct TensorValue {
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::vector<double> data;
+
+  bool operator==(const TensorValue& o) const;  // bitwise on the data (NaN == NaN, -0 != +0)
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Loss expressions (SEMANTICS §2). Binary element-wise ops take two operands of the same dtype and either
+// the same shape or one 0-d operand (broadcast). Reductions reduce everything to a 0-d result.
+
+enum class Op {
+  Param,         // name                                   -> the parameter itself (a leaf)
+  Const,         // constant                               -> a constant tensor (requires no grad)
+  Add,           // a + b
+  Sub,           // a - b
+  Mul,           // a * b (tensor * tensor; saves its operands, SEMANTICS §2.5)
+  Div,           // a / b
+  Neg,           // -a
+  MulScalar,     // a * scalar (a Python/C++ scalar: saves no tensor, §2.5)
+  Square,        // a * a as torch::square
+  Pow,           // a ^ scalar
+  Exp, Log, Tanh, Sigmoid, Relu, Abs,
+  Matmul,        // (n,k) @ (k,m) -> (n,m)
+  Sum,           // -> 0-d
+  Mean,          // -> 0-d
+  MseLoss,       // mean((a-b)^2) -> 0-d, same shapes
+  CrossEntropy,  // logits (N,C), class-index targets `indices` (N) -> 0-d mean
+  Linear,        // x (N,in), W (out,in) [, b (out)] -> (N,out)  = x W^T + b
+  Embedding,     // W (num,dim), `indices` (L) -> (L,dim); repeated indices accumulate in backward
+};
+
+const char* op_name(Op op);                      // "add", "mse_loss", ...
+std::optional<Op> op_from_name(const std::string& name);
+
+struct Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+struct Expr {
+  Op op = Op::Const;
+  std::vector<ExprPtr> args;
+  std::string name;               // Param
+  TensorValue constant;           // Const
+  double scalar = 0;              // MulScalar factor, Pow exponent
+  std::vector<int64_t> indices;   // CrossEntropy targets, Embedding rows
+};
+
+// Builders, for tests and generators.
+ExprPtr param(const std::string& name);
+ExprPtr constant(TensorValue value);
+ExprPtr unary(Op op, ExprPtr a);
+ExprPtr binary(Op op, ExprPtr a, ExprPtr b);
+ExprPtr mul_scalar(ExprPtr a, double s);
+ExprPtr pow_scalar(ExprPtr a, double exponent);
+ExprPtr sum(ExprPtr a);
+ExprPtr mean(ExprPtr a);
+ExprPtr mul(ExprPtr a, ExprPtr b);
+ExprPtr add(ExprPtr a, ExprPtr b);
+ExprPtr cross_entropy(ExprPtr logits, std::vector<int64_t> targets);
+ExprPtr linear(ExprPtr x, ExprPtr w, ExprPtr b = nullptr);
+ExprPtr embedding(ExprPtr w, std::vector<int64_t> indices);
+
+// ---------------------------------------------------------------------------------------------------------
+// Optimizers (SEMANTICS §5-7).
+
+enum class OptimizerKind { SGD, Adam, AdamW };
+const char* optimizer_name(OptimizerKind k);  // "sgd", "adam", "adamw"
+
+// Options of one group, or the optimizer's defaults. An unset field means "not given": for the defaults,
+// the option type's own default applies (SGD has none for lr: it must be given); for a group's options
+// under the 1.13 rule (SEMANTICS §7.1) it also means the option type's default, not the optimizer's.
+// For set_options, only the set fields change.
+struct OptimizerOptions {
+  std::optional<double> lr;
+  std::optional<double> momentum, dampening;  // SGD
+  std::optional<bool> nesterov;               // SGD
+  std::optional<double> weight_decay;         // all
+  std::optional<std::pair<double, double>> betas;  // Adam, AdamW
+  std::optional<double> eps;                  // Adam, AdamW
+  std::optional<bool> amsgrad;                // Adam, AdamW
+
+  bool operator==(const OptimizerOptions& o) const;
+};
+
+struct ParamGroupSpec {
+  std::vector<std::string> params;          // parameter names, in order; a name may repeat (§7.4)
+  std::optional<OptimizerOptions> options;  // absent: a copy of the optimizer's defaults
+};
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::SGD;
+  OptimizerOptions defaults;
+  std::vector<ParamGroupSpec> groups;  // constructing from a list of tensors = one group without options
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Actions. One record of the trace follows each.
+
+enum class ActionKind {
+  Forward,        // evaluate `loss` (or the program's loss) and hold the output; under no_grad if asked
+  Backward,       // backpropagate the held output
+  ZeroGrad,       // optimizer.zero_grad(), or zero_grad(set_to_none=true) (SEMANTICS §4)
+  SetGradNone,    // param.grad = None for one parameter
+  HoldGrad,       // keep a handle to param's current grad under `handle` (observed after every action)
+  Step,           // optimizer.step()
+  SetOptions,     // change the set fields of group `group`'s options (SEMANTICS §5.4, §7.5)
+  AddParamGroup,  // optimizer.add_param_group(new_group)
+};
+
+const char* action_name(ActionKind k);  // "forward", "backward", "zero_grad", "set_grad_none", ...
+std::optional<ActionKind> action_from_name(const std::string& name);
+
+struct Action {
+  ActionKind kind = ActionKind::Forward;
+  // Forward
+  ExprPtr loss;              // null: the program's loss
+  bool no_grad = false;
+  // Backward (SEMANTICS §2.5: retain_graph defaults to create_graph)
+  std::optional<bool> retain_graph;
+  bool create_graph = false;
+  std::optional<std::vector<double>> gradient;  // explicit gradient, shaped and typed like the output
+  // ZeroGrad
+  bool set_to_none = false;
+  // SetGradNone, HoldGrad
+  std::string param;
+  std::string handle;        // HoldGrad
+  // SetOptions
+  int group = 0;
+  OptimizerOptions options;
+  // AddParamGroup
+  ParamGroupSpec new_group;
+};
+
+struct ParamSpec {
+  std::string name;
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::vector<double> values;  // numel(shape) values, row-major
+};
+
+struct Program {
+  std::vector<ParamSpec> params;
+  ExprPtr loss;                          // may be null when every forward names its own loss
+  std::optional<OptimizerSpec> optimizer;
+  std::vector<Action> actions;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Static checks.
+
+// Limits on what a program may ask for; bigger is rejected, not attempted.
+struct ProgramLimits {
+  int64_t max_elements_per_tensor = 1 << 20;
+  int max_rank = 2;
+  int max_expr_depth = 64;
+  int max_params = 256;
+  int max_actions = 10000;
+};
+
+// A program that is not well-formed. `path` is a JSON pointer into the program document
+// (e.g. "/loss/args/1/op"); the JSON reader prefixes the file name when it reports it.
+class ProgramError : public std::runtime_error {
+ public:
+  ProgramError(std::string path, const std::string& message)
+      : std::runtime_error(message), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct TypedShape {
+  DType dtype;
+  Shape shape;
+};
+
+// The dtype and shape of `e` given the program's parameters; throws ProgramError at `path` (and below)
+// when an operand's shape or dtype does not fit its op, a name is unknown or an index is out of range.
+TypedShape infer_shape(const Expr& e, const std::vector<ParamSpec>& params, const std::string& path,
+                       const ProgramLimits& limits = {});
+
+// Checks the whole program; throws ProgramError naming the first problem.
+void validate(const Program& p, const ProgramLimits& limits = {});
+
+}  // namespace lockstep
