@@ -1,0 +1,35 @@
+// The subcommands of the `lockstep` command line. Each returns the process exit code:
+// 0 success, 1 discrepancies (or failed checks) found, 2 usage or input error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lockstep::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitDiscrepancies = 1;
+inline constexpr int kExitInputError = 2;
+
+struct RunArgs {
+  std::string engine = "oracle";  // the engine under test
+  std::string cases_dir;          // empty: the cases shipped with the source tree
+  int64_t count = 100;            // random programs after the named cases
+  uint64_t seed = 1;
+  int max_size = 30;
+  bool free_running = false;
+  bool special_values = false;    // NaN and +-Inf in random programs
+  std::string report_dir = ".";
+  std::string only_case;          // run just this named case (reproduce a failure)
+  int64_t only_index = -1;        // run just this random program index (reproduce a failure)
+};
+int command_run(const RunArgs& args);
+
+struct TraceArgs {
+  std::string program_file;
+  std::string engine = "oracle";
+  bool table = false;
+};
+int command_trace(const TraceArgs& args);
+
+}  // namespace lockstep::tools

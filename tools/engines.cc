@@ -1,0 +1,18 @@
+#include "tools/engines.h"
+
+#include <stdexcept>
+
+#include "impl/engine_adapter.h"
+#include "oracle/torch_engine.h"
+
+namespace lockstep::tools {
+
+std::vector<std::string> engine_names() { return {"oracle", "impl"}; }
+
+std::unique_ptr<Engine> make_engine(const std::string& name) {
+  if (name == "oracle") return make_torch_engine();
+  if (name == "impl") return make_impl_engine();
+  throw std::invalid_argument("unknown engine '" + name + "' (known: oracle, impl)");
+}
+
+}  // namespace lockstep::tools

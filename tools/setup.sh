@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One command from a fresh machine to a result: installs the Debian packages lockstep needs (when missing),
+# configures and builds with the CMake presets, then runs the main job or the tests.
+#
+#   bash tools/setup.sh run [ARGS...]   # build, then `lockstep run ARGS...` (named cases + random programs)
+#   bash tools/setup.sh test            # build, then the whole test suite through ctest
+#   bash tools/setup.sh build           # build only
+#
+# As root, missing packages are installed with apt-get (after one `apt-get update`); otherwise the script
+# prints the exact `apt-get install` line and exits non-zero.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+mode="${1:-}"
+case "$mode" in
+  run|test|build) shift ;;
+  *) echo "usage: bash tools/setup.sh run [lockstep run args...] | test | build" >&2; exit 2 ;;
+esac
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libtorch-dev          # the oracle (LibTorch 1.13.1)
+  libgtest-dev          # GoogleTest
+  librapidcheck-dev     # property-based random programs
+  libfmt-dev nlohmann-json3-dev libcli11-dev
+  libbenchmark-dev      # benchmarks (impl vs LibTorch)
+  libexpat1-dev         # a real XML parser for the JUnit report test
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  if [[ "$(id -u)" == 0 ]]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "setup: missing Debian packages. Install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+cmake --preset default
+cmake --build --preset default
+
+case "$mode" in
+  run) exec ./build/lockstep run "$@" ;;
+  test) exec ctest --preset default ;;
+  build) ;;
+esac

@@ -1,0 +1,65 @@
+#include "tools/trace_table.h"
+
+#include <fmt/format.h>
+
+namespace lockstep::tools {
+
+namespace {
+
+std::string values(const std::vector<double>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", v[i]);
+  return out + "]";
+}
+
+std::string grad_cell(const GradObservation& g) {
+  if (!g.defined) return "grad None";
+  std::string s = "grad " + values(g.value.data);
+  s += g.same_as_previous ? " same" : " new";
+  if (g.requires_grad) s += " requires_grad";
+  if (g.has_grad_fn) s += " grad_fn";
+  return s;
+}
+
+std::string state_cell(const OptimizerStateObservation& s) {
+  if (!s.exists) return "";
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  if (s.step) add(fmt::format("step {}", *s.step));
+  if (s.momentum_buffer) add("momentum_buffer " + values(s.momentum_buffer->data));
+  if (s.exp_avg) add("exp_avg " + values(s.exp_avg->data));
+  if (s.exp_avg_sq) add("exp_avg_sq " + values(s.exp_avg_sq->data));
+  if (s.max_exp_avg_sq) add("max_exp_avg_sq " + values(s.max_exp_avg_sq->data));
+  return out;
+}
+
+void append_record(std::string& out, const std::string& title, const Record& r) {
+  out += title;
+  if (r.error) out += fmt::format("   ERROR {}: {}", r.error->kind, r.error->message);
+  out += "\n";
+  if (r.state.output) {
+    const auto& o = *r.state.output;
+    out += fmt::format("    {:<10} {} {}{}{}\n", "output", values(o.value.data), dtype_name(o.value.dtype),
+                       o.requires_grad ? " requires_grad" : "", o.has_grad_fn ? " grad_fn" : "");
+  }
+  for (const auto& p : r.state.params) {
+    out += fmt::format("    {:<10} {}   {}\n", p.name, values(p.value.data), grad_cell(p.grad));
+    std::string st = state_cell(p.state);
+    if (!st.empty()) out += fmt::format("    {:<10} state: {}\n", "", st);
+  }
+  for (const auto& h : r.state.handles)
+    out += fmt::format("    handle {:<3} {}\n", h.name, h.defined ? values(h.value.data) : "None");
+}
+
+}  // namespace
+
+std::string format_trace_table(const Program& program, const Trace& trace) {
+  std::string out = fmt::format("engine: {}\n", trace.engine);
+  append_record(out, "#init", trace.init);
+  for (size_t i = 0; i < trace.records.size(); ++i)
+    append_record(out, fmt::format("#{} {}", i, trace.records[i].action), trace.records[i]);
+  (void)program;
+  return out;
+}
+
+}  // namespace lockstep::tools
