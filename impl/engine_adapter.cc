@@ -1,1 +1,484 @@
-// placeholder: replaced by the impl engine adapter
+// The clean-room implementation as a conformance Engine (see engine_adapter.h).
+#include "impl/engine_adapter.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "impl/adam.h"
+#include "impl/adamw.h"
+#include "impl/autograd.h"
+#include "impl/ops.h"
+#include "impl/optimizer.h"
+#include "impl/sgd.h"
+#include "impl/tensor.h"
+
+namespace lockstep {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Errors: impl::Error keeps its kind and message (trace.h, error_kind).
+
+template <class Body>
+auto guarded(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const EngineError&) {
+    throw;
+  } catch (const impl::Error& e) {
+    throw EngineError(e.kind, e.what());
+  } catch (const std::exception& e) {
+    throw EngineError(error_kind::kOther, e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Values in and out.
+
+impl::DType to_impl(DType d) { return d == DType::Float32 ? impl::DType::Float32 : impl::DType::Float64; }
+DType from_impl(impl::DType d) { return d == impl::DType::Float32 ? DType::Float32 : DType::Float64; }
+
+impl::Tensor make_tensor(const std::vector<double>& values, DType dtype, const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != numel(shape)) {
+    throw EngineError(error_kind::kOther, "a tensor of " + std::to_string(numel(shape)) + " elements was given " +
+                                              std::to_string(values.size()) + " values");
+  }
+  return impl::Tensor::from_values(to_impl(dtype), shape, values);
+}
+
+TensorValue to_value(const impl::Tensor& t) {
+  TensorValue v;
+  v.dtype = from_impl(t.dtype());
+  v.shape = t.shape();
+  v.data = t.to_values();
+  return v;
+}
+
+std::optional<TensorValue> optional_value(const impl::Tensor& t) {
+  if (!t.defined()) return std::nullopt;
+  return to_value(t);
+}
+
+// Lockstep: `t`'s numbers become `v`'s, in place (identity kept). Nothing happens when either is absent.
+void overwrite(const impl::Tensor& t, const TensorValue* v, const std::string& what) {
+  if (!t.defined() || !v) return;
+  if (static_cast<int64_t>(v->data.size()) != t.numel()) {
+    throw EngineError(error_kind::kOther, "synchronise: " + what + " has " + std::to_string(t.numel()) +
+                                              " elements, the target " + std::to_string(v->data.size()));
+  }
+  impl::Tensor alias = t;
+  for (int64_t i = 0; i < alias.numel(); ++i) alias.set_at(i, v->data[i]);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Options (SEMANTICS §5.1, §6.1, §7.1), as the oracle engine decides them.
+
+// Options foreign to the optimizer's kind are refused before anything changes.
+void check_fields(OptimizerKind kind, const OptimizerOptions& o, const std::string& where) {
+  std::vector<std::string> foreign;
+  if (kind == OptimizerKind::SGD) {
+    if (o.betas) foreign.push_back("betas");
+    if (o.eps) foreign.push_back("eps");
+    if (o.amsgrad) foreign.push_back("amsgrad");
+  } else {
+    if (o.momentum) foreign.push_back("momentum");
+    if (o.dampening) foreign.push_back("dampening");
+    if (o.nesterov) foreign.push_back("nesterov");
+  }
+  if (foreign.empty()) return;
+  std::string names;
+  for (const auto& n : foreign) names += (names.empty() ? "" : ", ") + n;
+  throw EngineError(error_kind::kInvalidOption, where + ": " + names + " is not an option of " + optimizer_name(kind));
+}
+
+void apply(impl::SGDOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr = *o.lr;
+  if (o.momentum) to.momentum = *o.momentum;
+  if (o.dampening) to.dampening = *o.dampening;
+  if (o.weight_decay) to.weight_decay = *o.weight_decay;
+  if (o.nesterov) to.nesterov = *o.nesterov;
+}
+
+template <class AdamLikeOptions>
+void apply(AdamLikeOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr = *o.lr;
+  if (o.betas) to.betas = *o.betas;
+  if (o.eps) to.eps = *o.eps;
+  if (o.weight_decay) to.weight_decay = *o.weight_decay;
+  if (o.amsgrad) to.amsgrad = *o.amsgrad;
+}
+
+impl::SGDOptions sgd_options(const OptimizerOptions& o, const std::string& where) {
+  // SEM-5.1: SGD has no default lr; a validated program always gives one.
+  if (!o.lr) throw EngineError(error_kind::kInvalidOption, where + ": SGD options need lr (no default)");
+  impl::SGDOptions options(*o.lr);
+  apply(options, o);
+  return options;
+}
+
+// The option type's defaults with the given fields set (1.13 rule, SEM-7.1).
+std::unique_ptr<impl::OptionsBase> make_options(OptimizerKind kind, const OptimizerOptions& o,
+                                                const std::string& where) {
+  check_fields(kind, o, where);
+  switch (kind) {
+    case OptimizerKind::SGD: return std::make_unique<impl::SGDOptions>(sgd_options(o, where));
+    case OptimizerKind::Adam: {
+      auto options = std::make_unique<impl::AdamOptions>();
+      apply(*options, o);
+      return options;
+    }
+    case OptimizerKind::AdamW: {
+      auto options = std::make_unique<impl::AdamWOptions>();
+      apply(*options, o);
+      return options;
+    }
+  }
+  throw EngineError(error_kind::kOther, "unknown optimizer kind");
+}
+
+// Every field of the kind, resolved.
+OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& options) {
+  OptimizerOptions o;
+  auto adam_like = [&o](const auto& a) {
+    o.lr = a.lr;
+    o.betas = a.betas;
+    o.eps = a.eps;
+    o.weight_decay = a.weight_decay;
+    o.amsgrad = a.amsgrad;
+  };
+  switch (kind) {
+    case OptimizerKind::SGD: {
+      const auto& s = static_cast<const impl::SGDOptions&>(options);
+      o.lr = s.lr;
+      o.momentum = s.momentum;
+      o.dampening = s.dampening;
+      o.weight_decay = s.weight_decay;
+      o.nesterov = s.nesterov;
+      break;
+    }
+    case OptimizerKind::Adam: adam_like(static_cast<const impl::AdamOptions&>(options)); break;
+    case OptimizerKind::AdamW: adam_like(static_cast<const impl::AdamWOptions&>(options)); break;
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+class ImplEngine : public Engine {
+ public:
+  std::string name() const override { return "impl"; }
+
+  void add_parameter(const ParamSpec& spec) override {
+    guarded([&] {
+      if (index_.count(spec.name)) {
+        throw EngineError(error_kind::kOther, "parameter '" + spec.name + "' is declared twice");
+      }
+      impl::Tensor t = make_tensor(spec.values, spec.dtype, spec.shape);
+      t.set_requires_grad(true);  // SEM-2.1: a leaf that requires grad, its grad undefined
+      index_[spec.name] = params_.size();
+      params_.push_back({spec.name, t, nullptr});
+    });
+  }
+
+  void make_optimizer(const OptimizerSpec& spec) override {
+    guarded([&] {
+      std::vector<impl::ParamGroup> groups;
+      for (size_t i = 0; i < spec.groups.size(); ++i) {
+        groups.push_back(make_group(spec.groups[i], spec.kind, "group " + std::to_string(i)));
+      }
+      check_fields(spec.kind, spec.defaults, "defaults");
+      std::unique_ptr<impl::Optimizer> optimizer;
+      switch (spec.kind) {
+        case OptimizerKind::SGD:
+          optimizer = std::make_unique<impl::SGD>(std::move(groups), sgd_options(spec.defaults, "defaults"));
+          break;
+        case OptimizerKind::Adam: {
+          impl::AdamOptions defaults;
+          apply(defaults, spec.defaults);
+          optimizer = std::make_unique<impl::Adam>(std::move(groups), defaults);
+          break;
+        }
+        case OptimizerKind::AdamW: {
+          impl::AdamWOptions defaults;
+          apply(defaults, spec.defaults);
+          optimizer = std::make_unique<impl::AdamW>(std::move(groups), defaults);
+          break;
+        }
+      }
+      optimizer_ = std::move(optimizer);
+      kind_ = spec.kind;
+    });
+  }
+
+  void forward(const Expr& loss, bool no_grad) override {
+    guarded([&] {
+      impl::GradModeGuard mode(!no_grad);  // SEM-2.3: under no_grad nothing is recorded
+      output_ = evaluate(loss);            // a failed forward keeps the previous output
+    });
+  }
+
+  void backward(const BackwardArgs& args) override {
+    guarded([&] {
+      if (!output_.defined()) throw EngineError(error_kind::kNoOutput, "backward before any forward");
+      const bool create_graph = args.create_graph;
+      const bool retain_graph = args.retain_graph.value_or(create_graph);  // SEM-2.5
+      impl::Tensor gradient;
+      if (args.gradient) {
+        const std::vector<double>& g = *args.gradient;
+        // Shaped like the output when the count fits; otherwise 1-D, and autograd reports the mismatch.
+        Shape shape = static_cast<int64_t>(g.size()) == output_.numel() ? output_.shape()
+                                                                        : Shape{static_cast<int64_t>(g.size())};
+        gradient = impl::Tensor::from_values(output_.dtype(), shape, g);
+      }
+      impl::backward(output_, gradient.defined() ? &gradient : nullptr, retain_graph, create_graph);
+    });
+  }
+
+  void zero_grad(bool set_to_none) override {
+    guarded([&] { require_optimizer("zero_grad").zero_grad(set_to_none); });  // SEM-4.1, SEM-4.2
+  }
+
+  void set_grad_none(const std::string& param) override {
+    guarded([&] { tensor_of(param).reset_grad(); });
+  }
+
+  void hold_grad(const std::string& param, const std::string& handle) override {
+    guarded([&] {
+      impl::Tensor grad = tensor_of(param).grad();  // an alias (SEM-1.1); may be undefined
+      for (auto& h : handles_) {
+        if (h.first == handle) {
+          h.second = grad;
+          return;
+        }
+      }
+      handles_.emplace_back(handle, grad);
+    });
+  }
+
+  void step() override {
+    guarded([&] { require_optimizer("step").step(); });
+  }
+
+  void set_group_options(int group, const OptimizerOptions& changes) override {
+    guarded([&] {
+      impl::Optimizer& optimizer = require_optimizer("set_options");
+      auto& groups = optimizer.param_groups();
+      if (group < 0 || static_cast<size_t>(group) >= groups.size()) {
+        throw EngineError(error_kind::kNoSuchGroup, "no param group " + std::to_string(group) + " (there are " +
+                                                        std::to_string(groups.size()) + ")");
+      }
+      check_fields(kind_, changes, "set_options");
+      impl::OptionsBase& options = *groups[group].options;
+      switch (kind_) {
+        case OptimizerKind::SGD: apply(static_cast<impl::SGDOptions&>(options), changes); break;
+        case OptimizerKind::Adam: apply(static_cast<impl::AdamOptions&>(options), changes); break;
+        case OptimizerKind::AdamW: apply(static_cast<impl::AdamWOptions&>(options), changes); break;
+      }
+    });
+  }
+
+  void add_param_group(const ParamGroupSpec& group) override {
+    guarded([&] {
+      impl::Optimizer& optimizer = require_optimizer("add_param_group");
+      optimizer.add_param_group(make_group(group, kind_, "new group"));
+    });
+  }
+
+  EngineState observe() override {
+    return guarded([&] {
+      EngineState state;
+      std::unordered_map<const impl::TensorImpl*, std::string> names;
+      for (Param& p : params_) {
+        names[p.tensor.impl()] = p.name;
+        state.params.push_back(observe_param(p));
+      }
+      for (const auto& [name, grad] : handles_) {
+        HandleObservation o;
+        o.name = name;
+        o.defined = grad.defined();
+        if (o.defined) o.value = to_value(grad);
+        state.handles.push_back(std::move(o));
+      }
+      if (optimizer_) {
+        for (const impl::ParamGroup& group : optimizer_->param_groups()) {
+          GroupObservation g;
+          for (const impl::Tensor& t : group.params) {
+            auto it = names.find(t.impl());
+            g.params.push_back(it == names.end() ? "?" : it->second);
+          }
+          g.options = observe_options(kind_, group.options ? *group.options : optimizer_->defaults());
+          state.groups.push_back(std::move(g));
+        }
+      }
+      if (output_.defined()) {
+        OutputObservation o;
+        o.value = to_value(output_);
+        o.requires_grad = output_.requires_grad();
+        o.has_grad_fn = output_.grad_fn() != nullptr;
+        state.output = std::move(o);
+      }
+      return state;
+    });
+  }
+
+  void synchronise(const EngineState& target) override {
+    guarded([&] {
+      for (const ParamObservation& t : target.params) {
+        auto it = index_.find(t.name);
+        if (it == index_.end()) throw EngineError(error_kind::kOther, "synchronise: unknown parameter '" + t.name + "'");
+        const impl::Tensor& p = params_[it->second].tensor;
+        overwrite(p, &t.value, t.name);
+        if (t.grad.defined) overwrite(p.grad(), &t.grad.value, t.name + ".grad");
+        if (optimizer_ && t.state.exists) synchronise_state(p, t.state, t.name);
+      }
+      for (const HandleObservation& t : target.handles) {
+        if (!t.defined) continue;
+        for (const auto& [name, grad] : handles_) {
+          if (name == t.name) overwrite(grad, &t.value, "handle " + name);
+        }
+      }
+      if (target.output && output_.defined()) overwrite(output_, &target.output->value, "output");
+    });
+  }
+
+ private:
+  struct Param {
+    std::string name;
+    impl::Tensor tensor;
+    std::shared_ptr<impl::TensorImpl> previous_grad;  // seen at the previous observe(); kept alive so that
+                                                      // its address cannot be reused by a new grad
+  };
+
+  impl::Optimizer& require_optimizer(const char* action) const {
+    if (!optimizer_) throw EngineError(error_kind::kNoOptimizer, std::string(action) + " without an optimizer");
+    return *optimizer_;
+  }
+
+  impl::Tensor& tensor_of(const std::string& name) {
+    auto it = index_.find(name);
+    if (it == index_.end()) throw EngineError(error_kind::kOther, "unknown parameter '" + name + "'");
+    return params_[it->second].tensor;
+  }
+
+  impl::ParamGroup make_group(const ParamGroupSpec& spec, OptimizerKind kind, const std::string& where) {
+    std::vector<impl::Tensor> tensors;
+    for (const auto& name : spec.params) tensors.push_back(tensor_of(name));
+    if (!spec.options) return impl::ParamGroup(std::move(tensors));  // a copy of the defaults (SEM-7.1)
+    return impl::ParamGroup(std::move(tensors), make_options(kind, *spec.options, where));
+  }
+
+  impl::Tensor evaluate(const Expr& e) {
+    auto arg = [&](size_t i) -> impl::Tensor {
+      if (i >= e.args.size() || !e.args[i]) {
+        throw EngineError(error_kind::kOther, "operand " + std::to_string(i) + " of an expression is missing");
+      }
+      return evaluate(*e.args[i]);
+    };
+    namespace ops = impl::ops;
+    switch (e.op) {
+      case Op::Param: return tensor_of(e.name);  // the leaf itself
+      case Op::Const: return make_tensor(e.constant.data, e.constant.dtype, e.constant.shape);
+      case Op::Add: return ops::add(arg(0), arg(1));
+      case Op::Sub: return ops::sub(arg(0), arg(1));
+      case Op::Mul: return ops::mul(arg(0), arg(1));
+      case Op::Div: return ops::div(arg(0), arg(1));
+      case Op::Neg: return ops::neg(arg(0));
+      case Op::MulScalar: return ops::mul_scalar(arg(0), e.scalar);
+      case Op::Square: return ops::square(arg(0));
+      case Op::Pow: return ops::pow_scalar(arg(0), e.scalar);
+      case Op::Exp: return ops::exp(arg(0));
+      case Op::Log: return ops::log(arg(0));
+      case Op::Tanh: return ops::tanh(arg(0));
+      case Op::Sigmoid: return ops::sigmoid(arg(0));
+      case Op::Relu: return ops::relu(arg(0));
+      case Op::Abs: return ops::abs(arg(0));
+      case Op::Matmul: return ops::matmul(arg(0), arg(1));
+      case Op::Sum: return ops::sum(arg(0));
+      case Op::Mean: return ops::mean(arg(0));
+      case Op::MseLoss: return ops::mse_loss(arg(0), arg(1));
+      case Op::CrossEntropy: return ops::cross_entropy(arg(0), e.indices);
+      case Op::Linear:
+        return e.args.size() > 2 && e.args[2] ? ops::linear(arg(0), arg(1), arg(2)) : ops::linear(arg(0), arg(1));
+      case Op::Embedding: return ops::embedding(arg(0), e.indices);
+    }
+    throw EngineError(error_kind::kOther, "unknown op");
+  }
+
+  ParamObservation observe_param(Param& p) {
+    ParamObservation o;
+    o.name = p.name;
+    o.value = to_value(p.tensor);
+    impl::Tensor grad = p.tensor.grad();
+    o.grad.defined = grad.defined();
+    if (grad.defined()) {
+      o.grad.value = to_value(grad);
+      o.grad.requires_grad = grad.requires_grad();
+      o.grad.has_grad_fn = grad.grad_fn() != nullptr;
+    }
+    o.grad.same_as_previous = grad.defined() && grad.impl_ptr() == p.previous_grad;  // SEM-1.1
+    p.previous_grad = grad.impl_ptr();
+    if (optimizer_) o.state = observe_state(p.tensor);
+    return o;
+  }
+
+  // SEM-5.3, SEM-6.2: the state exists from the parameter's first step with a defined grad.
+  OptimizerStateObservation observe_state(const impl::Tensor& p) {
+    OptimizerStateObservation o;
+    switch (kind_) {
+      case OptimizerKind::SGD:
+        if (const impl::SGDParamState* s = static_cast<impl::SGD&>(*optimizer_).state_of(p)) {
+          o.exists = true;
+          o.momentum_buffer = optional_value(s->momentum_buffer);
+        }
+        break;
+      case OptimizerKind::Adam:
+      case OptimizerKind::AdamW:
+        if (const impl::AdamParamState* s = adam_state(p)) {
+          o.exists = true;
+          o.step = s->step;
+          o.exp_avg = optional_value(s->exp_avg);
+          o.exp_avg_sq = optional_value(s->exp_avg_sq);
+          o.max_exp_avg_sq = optional_value(s->max_exp_avg_sq);
+        }
+        break;
+    }
+    return o;
+  }
+
+  impl::AdamParamState* adam_state(const impl::Tensor& p) {
+    if (kind_ == OptimizerKind::Adam) return static_cast<impl::Adam&>(*optimizer_).state_of(p);
+    if (kind_ == OptimizerKind::AdamW) return static_cast<impl::AdamW&>(*optimizer_).state_of(p);
+    return nullptr;
+  }
+
+  // Overwrites the state tensors' numbers; the step count is structure, not rounding, and is left alone.
+  void synchronise_state(const impl::Tensor& p, const OptimizerStateObservation& t, const std::string& name) {
+    auto value = [](const std::optional<TensorValue>& v) { return v ? &*v : nullptr; };
+    if (kind_ == OptimizerKind::SGD) {
+      if (impl::SGDParamState* s = static_cast<impl::SGD&>(*optimizer_).state_of(p))
+        overwrite(s->momentum_buffer, value(t.momentum_buffer), name + ".momentum_buffer");
+      return;
+    }
+    if (impl::AdamParamState* s = adam_state(p)) {
+      overwrite(s->exp_avg, value(t.exp_avg), name + ".exp_avg");
+      overwrite(s->exp_avg_sq, value(t.exp_avg_sq), name + ".exp_avg_sq");
+      overwrite(s->max_exp_avg_sq, value(t.max_exp_avg_sq), name + ".max_exp_avg_sq");
+    }
+  }
+
+  std::vector<Param> params_;  // in the program's order
+  std::map<std::string, size_t> index_;
+  std::unique_ptr<impl::Optimizer> optimizer_;
+  OptimizerKind kind_ = OptimizerKind::SGD;
+  std::vector<std::pair<std::string, impl::Tensor>> handles_;  // in the order first taken
+  impl::Tensor output_;  // the held forward output; undefined before the first forward
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_impl_engine() { return std::make_unique<ImplEngine>(); }
+
+}  // namespace lockstep

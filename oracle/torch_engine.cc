@@ -1,1 +1,551 @@
-// placeholder: replaced by the oracle engine
+// LibTorch as the oracle Engine (see torch_engine.h). The only translation unit of the engine: it includes
+// torch's headers, so it costs about a minute to compile; keep torch code here (and in torch_benchmarks.cc).
+#include "oracle/torch_engine.h"
+
+#include <c10/util/Exception.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <type_traits>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+namespace lockstep {
+
+#define LOCKSTEP_STR2(x) #x
+#define LOCKSTEP_STR(x) LOCKSTEP_STR2(x)
+
+std::string torch_version_string() {
+  return "libtorch-" LOCKSTEP_STR(TORCH_VERSION_MAJOR) "." LOCKSTEP_STR(TORCH_VERSION_MINOR) "." LOCKSTEP_STR(
+      TORCH_VERSION_PATCH);
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Error normalisation (trace.h, error_kind): LibTorch's message decides the kind.
+
+std::string classify_message(const std::string& message) {
+  struct Rule {
+    const char* substring;
+    const char* kind;
+  };
+  static const Rule rules[] = {
+      {"Trying to backward through the graph a second time", error_kind::kBackwardThroughFreedGraph},  // SEM-2.5
+      {"does not require grad and does not have a grad_fn", error_kind::kNoGradFn},                     // SEM-2.3
+      {"grad can be implicitly created only for scalar outputs", error_kind::kNonscalarBackward},       // SEM-2.4
+      {"Invalid learning rate", error_kind::kInvalidOption},                                            // SEM-5.2
+      {"Invalid momentum value", error_kind::kInvalidOption},
+      {"Invalid weight_decay value", error_kind::kInvalidOption},
+      {"Invalid epsilon value", error_kind::kInvalidOption},                                            // SEM-6.1
+      {"Invalid beta parameter", error_kind::kInvalidOption},
+      {"Nesterov momentum requires", error_kind::kInvalidOption},
+      {"can't optimize a non-leaf", error_kind::kNonLeafParameter},                                     // SEM-7.3
+      {"more than one parameter group", error_kind::kDuplicateParameter},                               // SEM-7.4
+      {"invalid gradient at index", error_kind::kGradientShape},  // explicit gradient shaped unlike the output
+      {"Mismatch in shape", error_kind::kGradientShape},
+  };
+  for (const Rule& rule : rules) {
+    if (message.find(rule.substring) != std::string::npos) return rule.kind;
+  }
+  return error_kind::kOther;
+}
+
+// Runs `body`; anything LibTorch (or the standard library) throws leaves as an EngineError.
+template <class Body>
+auto guarded(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const EngineError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    std::string message = e.what_without_backtrace();
+    throw EngineError(classify_message(message), message);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    throw EngineError(classify_message(message), message);
+  } catch (...) {
+    throw EngineError(error_kind::kOther, "unknown exception from LibTorch");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Values in and out.
+
+torch::ScalarType scalar_type(DType d) { return d == DType::Float32 ? torch::kFloat : torch::kDouble; }
+
+// A new tensor of `dtype` and `shape` holding `values` (row-major); requires no grad.
+torch::Tensor make_tensor(const std::vector<double>& values, DType dtype, const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  if (count != static_cast<int64_t>(values.size())) {
+    throw EngineError(error_kind::kOther, "a tensor of " + std::to_string(count) + " elements was given " +
+                                              std::to_string(values.size()) + " values");
+  }
+  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(torch::kDouble));
+  if (count > 0) std::memcpy(t.data_ptr<double>(), values.data(), values.size() * sizeof(double));
+  return t.to(scalar_type(dtype));  // converting to float32 rounds once; float64 returns `t` itself
+}
+
+TensorValue to_value(const torch::Tensor& t) {
+  torch::NoGradGuard no_grad;
+  TensorValue v;
+  v.dtype = t.scalar_type() == torch::kFloat ? DType::Float32 : DType::Float64;
+  v.shape = t.sizes().vec();
+  torch::Tensor d = t.detach().to(torch::kDouble).contiguous();
+  v.data.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  return v;
+}
+
+bool same_tensor(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() && b.defined() && a.unsafeGetTensorImpl() == b.unsafeGetTensorImpl();
+}
+
+torch::Tensor index_tensor(const std::vector<int64_t>& indices) {
+  torch::Tensor t = torch::empty({static_cast<int64_t>(indices.size())}, torch::kLong);
+  if (!indices.empty()) std::memcpy(t.data_ptr<int64_t>(), indices.data(), indices.size() * sizeof(int64_t));
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Options (SEMANTICS §5.1, §6.1, §7.1).
+
+const char* kind_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::SGD: return "sgd";
+    case OptimizerKind::Adam: return "adam";
+    case OptimizerKind::AdamW: return "adamw";
+  }
+  return "?";
+}
+
+// Options foreign to the optimizer's kind are refused before anything changes.
+void check_fields(OptimizerKind kind, const OptimizerOptions& o, const std::string& where) {
+  std::vector<std::string> foreign;
+  if (kind == OptimizerKind::SGD) {
+    if (o.betas) foreign.push_back("betas");
+    if (o.eps) foreign.push_back("eps");
+    if (o.amsgrad) foreign.push_back("amsgrad");
+  } else {
+    if (o.momentum) foreign.push_back("momentum");
+    if (o.dampening) foreign.push_back("dampening");
+    if (o.nesterov) foreign.push_back("nesterov");
+  }
+  if (!foreign.empty()) {
+    std::string names;
+    for (const auto& n : foreign) names += (names.empty() ? "" : ", ") + n;
+    throw EngineError(error_kind::kInvalidOption,
+                      where + ": " + names + " is not an option of " + kind_name(kind));
+  }
+}
+
+void apply(torch::optim::SGDOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr(*o.lr);
+  if (o.momentum) to.momentum(*o.momentum);
+  if (o.dampening) to.dampening(*o.dampening);
+  if (o.weight_decay) to.weight_decay(*o.weight_decay);
+  if (o.nesterov) to.nesterov(*o.nesterov);
+}
+
+template <class AdamLikeOptions>
+void apply(AdamLikeOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr(*o.lr);
+  if (o.betas) to.betas(std::make_tuple(o.betas->first, o.betas->second));
+  if (o.eps) to.eps(*o.eps);
+  if (o.weight_decay) to.weight_decay(*o.weight_decay);
+  if (o.amsgrad) to.amsgrad(*o.amsgrad);
+}
+
+torch::optim::SGDOptions sgd_options(const OptimizerOptions& o, const std::string& where) {
+  // SGDOptions has no default lr (SEM-5.1): a validated program always gives one; refuse defensively.
+  if (!o.lr) throw EngineError(error_kind::kInvalidOption, where + ": SGD options need lr (no default)");
+  torch::optim::SGDOptions options(*o.lr);
+  apply(options, o);
+  return options;
+}
+
+// Options built from the option type's defaults with the given fields set (1.13 rule, SEM-7.1).
+std::unique_ptr<torch::optim::OptimizerOptions> make_options(OptimizerKind kind, const OptimizerOptions& o,
+                                                             const std::string& where) {
+  check_fields(kind, o, where);
+  switch (kind) {
+    case OptimizerKind::SGD:
+      return std::make_unique<torch::optim::SGDOptions>(sgd_options(o, where));
+    case OptimizerKind::Adam: {
+      auto options = std::make_unique<torch::optim::AdamOptions>();
+      apply(*options, o);
+      return options;
+    }
+    case OptimizerKind::AdamW: {
+      auto options = std::make_unique<torch::optim::AdamWOptions>();
+      apply(*options, o);
+      return options;
+    }
+  }
+  throw EngineError(error_kind::kOther, "unknown optimizer kind");
+}
+
+OptimizerOptions observe_options(OptimizerKind kind, const torch::optim::OptimizerOptions& options) {
+  OptimizerOptions o;
+  if (kind == OptimizerKind::SGD) {
+    const auto& s = static_cast<const torch::optim::SGDOptions&>(options);
+    o.lr = s.lr();
+    o.momentum = s.momentum();
+    o.dampening = s.dampening();
+    o.weight_decay = s.weight_decay();
+    o.nesterov = s.nesterov();
+  } else {
+    auto fill = [&o](const auto& a) {
+      o.lr = a.lr();
+      o.betas = std::make_pair(std::get<0>(a.betas()), std::get<1>(a.betas()));
+      o.eps = a.eps();
+      o.weight_decay = a.weight_decay();
+      o.amsgrad = a.amsgrad();
+    };
+    if (kind == OptimizerKind::Adam) {
+      fill(static_cast<const torch::optim::AdamOptions&>(options));
+    } else {
+      fill(static_cast<const torch::optim::AdamWOptions&>(options));
+    }
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+class TorchEngine : public Engine {
+ public:
+  std::string name() const override { return torch_version_string(); }
+
+  void add_parameter(const ParamSpec& spec) override {
+    guarded([&] {
+      if (index_.count(spec.name)) {
+        throw EngineError(error_kind::kOther, "parameter '" + spec.name + "' is declared twice");
+      }
+      // SEM-2.1: a leaf that requires grad, its grad undefined.
+      torch::Tensor t = make_tensor(spec.values, spec.dtype, spec.shape).set_requires_grad(true);
+      index_[spec.name] = params_.size();
+      params_.push_back({spec.name, t, torch::Tensor()});
+    });
+  }
+
+  void make_optimizer(const OptimizerSpec& spec) override {
+    guarded([&] {
+      std::vector<torch::optim::OptimizerParamGroup> groups = make_groups(spec);
+      check_fields(spec.kind, spec.defaults, "defaults");
+      std::unique_ptr<torch::optim::Optimizer> optimizer;
+      switch (spec.kind) {
+        case OptimizerKind::SGD:
+          optimizer = std::make_unique<torch::optim::SGD>(std::move(groups), sgd_options(spec.defaults, "defaults"));
+          break;
+        case OptimizerKind::Adam: {
+          torch::optim::AdamOptions defaults;
+          apply(defaults, spec.defaults);
+          optimizer = std::make_unique<torch::optim::Adam>(std::move(groups), defaults);
+          break;
+        }
+        case OptimizerKind::AdamW: {
+          torch::optim::AdamWOptions defaults;
+          apply(defaults, spec.defaults);
+          optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
+          break;
+        }
+      }
+      optimizer_ = std::move(optimizer);
+      kind_ = spec.kind;
+    });
+  }
+
+  void forward(const Expr& loss, bool no_grad) override {
+    guarded([&] {
+      torch::Tensor out;
+      if (no_grad) {
+        torch::NoGradGuard guard;  // SEM-2.3: nothing recorded
+        out = evaluate(loss);
+      } else {
+        out = evaluate(loss);
+      }
+      output_ = out;  // a failed forward keeps the previous output
+    });
+  }
+
+  void backward(const BackwardArgs& args) override {
+    guarded([&] {
+      if (!output_.defined()) throw EngineError(error_kind::kNoOutput, "backward before any forward");
+      const bool create_graph = args.create_graph;
+      const bool retain_graph = args.retain_graph.value_or(create_graph);  // SEM-2.5
+      torch::Tensor gradient;
+      if (args.gradient) {
+        const std::vector<double>& g = *args.gradient;
+        DType dtype = output_.scalar_type() == torch::kFloat ? DType::Float32 : DType::Float64;
+        // Refused here when the count differs: LibTorch itself would accept a gradient it can sum to the
+        // output's shape (n values for a 0-d output are summed), which no program means.
+        if (static_cast<int64_t>(g.size()) != output_.numel()) {
+          throw EngineError(error_kind::kGradientShape,
+                            "explicit gradient has " + std::to_string(g.size()) + " values but the output has " +
+                                std::to_string(output_.numel()) + " elements");
+        }
+        gradient = make_tensor(g, dtype, output_.sizes().vec());
+      }
+      output_.backward(gradient, retain_graph, create_graph);
+    });
+  }
+
+  void zero_grad(bool set_to_none) override {
+    guarded([&] {
+      require_optimizer("zero_grad");
+      if (set_to_none) {
+        // SEM-4.2: 1.13's C++ API has no set_to_none; this is what the oracle does instead.
+#if TORCH_VERSION_MAJOR >= 2
+        optimizer_->zero_grad(true);
+#else
+        for (auto& group : optimizer_->param_groups()) {
+          for (auto& p : group.params()) p.mutable_grad().reset();
+        }
+#endif
+      } else {
+        // SEM-4.1: detach_() and zero_() in place, identity kept.
+#if TORCH_VERSION_MAJOR >= 2
+        optimizer_->zero_grad(false);
+#else
+        optimizer_->zero_grad();
+#endif
+      }
+    });
+  }
+
+  void set_grad_none(const std::string& param) override {
+    guarded([&] { tensor_of(param).mutable_grad().reset(); });
+  }
+
+  void hold_grad(const std::string& param, const std::string& handle) override {
+    guarded([&] {
+      torch::Tensor grad = tensor_of(param).grad();  // an alias (SEM-1.1); may be undefined
+      for (auto& h : handles_) {
+        if (h.first == handle) {
+          h.second = grad;
+          return;
+        }
+      }
+      handles_.emplace_back(handle, grad);
+    });
+  }
+
+  void step() override {
+    guarded([&] {
+      require_optimizer("step");
+      optimizer_->step();
+    });
+  }
+
+  void set_group_options(int group, const OptimizerOptions& changes) override {
+    guarded([&] {
+      require_optimizer("set_options");
+      auto& groups = optimizer_->param_groups();
+      if (group < 0 || static_cast<size_t>(group) >= groups.size()) {
+        throw EngineError(error_kind::kNoSuchGroup, "no param group " + std::to_string(group) + " (there are " +
+                                                        std::to_string(groups.size()) + ")");
+      }
+      check_fields(kind_, changes, "set_options");
+      torch::optim::OptimizerOptions& options = groups[group].options();
+      switch (kind_) {
+        case OptimizerKind::SGD: apply(static_cast<torch::optim::SGDOptions&>(options), changes); break;
+        case OptimizerKind::Adam: apply(static_cast<torch::optim::AdamOptions&>(options), changes); break;
+        case OptimizerKind::AdamW: apply(static_cast<torch::optim::AdamWOptions&>(options), changes); break;
+      }
+    });
+  }
+
+  void add_param_group(const ParamGroupSpec& group) override {
+    guarded([&] {
+      require_optimizer("add_param_group");
+      optimizer_->add_param_group(make_group(group, kind_, "new group"));
+    });
+  }
+
+  EngineState observe() override {
+    return guarded([&] {
+      EngineState state;
+      std::unordered_map<const void*, std::string> names;  // impl -> parameter name
+      for (auto& p : params_) {
+        names[p.tensor.unsafeGetTensorImpl()] = p.name;
+        state.params.push_back(observe_param(p));
+      }
+      for (const auto& h : handles_) {
+        HandleObservation o;
+        o.name = h.first;
+        o.defined = h.second.defined();
+        if (o.defined) o.value = to_value(h.second);
+        state.handles.push_back(std::move(o));
+      }
+      if (optimizer_) {
+        for (const auto& group : optimizer_->param_groups()) {
+          GroupObservation g;
+          for (const auto& t : group.params()) {
+            auto it = names.find(t.unsafeGetTensorImpl());
+            g.params.push_back(it == names.end() ? "?" : it->second);
+          }
+          g.options = observe_options(kind_, group.has_options() ? group.options() : optimizer_->defaults());
+          state.groups.push_back(std::move(g));
+        }
+      }
+      if (output_.defined()) {
+        OutputObservation o;
+        o.value = to_value(output_);
+        o.requires_grad = output_.requires_grad();
+        o.has_grad_fn = output_.grad_fn() != nullptr;
+        state.output = std::move(o);
+      }
+      return state;
+    });
+  }
+
+ private:
+  struct Param {
+    std::string name;
+    torch::Tensor tensor;
+    torch::Tensor previous_grad;  // the grad seen at the previous observe(), for same_as_previous
+  };
+
+  void require_optimizer(const char* action) const {
+    if (!optimizer_) throw EngineError(error_kind::kNoOptimizer, std::string(action) + " without an optimizer");
+  }
+
+  torch::Tensor& tensor_of(const std::string& name) {
+    auto it = index_.find(name);
+    if (it == index_.end()) throw EngineError(error_kind::kOther, "unknown parameter '" + name + "'");
+    return params_[it->second].tensor;
+  }
+
+  torch::optim::OptimizerParamGroup make_group(const ParamGroupSpec& spec, OptimizerKind kind,
+                                               const std::string& where) {
+    std::vector<torch::Tensor> tensors;
+    for (const auto& name : spec.params) tensors.push_back(tensor_of(name));
+    if (!spec.options) return torch::optim::OptimizerParamGroup(tensors);  // a copy of the defaults (SEM-7.1)
+    return torch::optim::OptimizerParamGroup(tensors, make_options(kind, *spec.options, where));
+  }
+
+  std::vector<torch::optim::OptimizerParamGroup> make_groups(const OptimizerSpec& spec) {
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    for (size_t i = 0; i < spec.groups.size(); ++i) {
+      groups.push_back(make_group(spec.groups[i], spec.kind, "group " + std::to_string(i)));
+    }
+    return groups;
+  }
+
+  torch::Tensor evaluate(const Expr& e) {
+    auto arg = [&](size_t i) -> torch::Tensor {
+      if (i >= e.args.size() || !e.args[i]) {
+        throw EngineError(error_kind::kOther, "operand " + std::to_string(i) + " of an expression is missing");
+      }
+      return evaluate(*e.args[i]);
+    };
+    switch (e.op) {
+      case Op::Param: return tensor_of(e.name);  // the leaf itself
+      case Op::Const: return make_tensor(e.constant.data, e.constant.dtype, e.constant.shape);
+      case Op::Add: return arg(0) + arg(1);
+      case Op::Sub: return arg(0) - arg(1);
+      case Op::Mul: return arg(0) * arg(1);
+      case Op::Div: return arg(0) / arg(1);
+      case Op::Neg: return -arg(0);
+      case Op::MulScalar: return arg(0) * e.scalar;  // a C++ scalar: saves no tensor (SEM-2.5)
+      case Op::Square: return torch::square(arg(0));
+      case Op::Pow: return arg(0).pow(e.scalar);
+      case Op::Exp: return torch::exp(arg(0));
+      case Op::Log: return torch::log(arg(0));
+      case Op::Tanh: return torch::tanh(arg(0));
+      case Op::Sigmoid: return torch::sigmoid(arg(0));
+      case Op::Relu: return torch::relu(arg(0));
+      case Op::Abs: return torch::abs(arg(0));
+      case Op::Matmul: return torch::matmul(arg(0), arg(1));
+      case Op::Sum: return arg(0).sum();
+      case Op::Mean: return arg(0).mean();
+      case Op::MseLoss: return torch::mse_loss(arg(0), arg(1));  // mean reduction
+      case Op::CrossEntropy:
+        return torch::nn::functional::cross_entropy(arg(0), index_tensor(e.indices));
+      case Op::Linear:
+        return e.args.size() > 2 && e.args[2] ? torch::linear(arg(0), arg(1), arg(2))
+                                              : torch::linear(arg(0), arg(1));
+      case Op::Embedding: return torch::embedding(arg(0), index_tensor(e.indices));  // repeats accumulate
+    }
+    throw EngineError(error_kind::kOther, "unknown op");
+  }
+
+  ParamObservation observe_param(Param& p) {
+    ParamObservation o;
+    o.name = p.name;
+    o.value = to_value(p.tensor);
+    torch::Tensor grad = p.tensor.grad();
+    o.grad.defined = grad.defined();
+    if (grad.defined()) {
+      o.grad.value = to_value(grad);
+      o.grad.requires_grad = grad.requires_grad();
+      o.grad.has_grad_fn = grad.grad_fn() != nullptr;
+    }
+    o.grad.same_as_previous = same_tensor(grad, p.previous_grad);
+    p.previous_grad = grad;  // keeping it alive also keeps its address from being reused
+    if (optimizer_) o.state = observe_state(p.tensor);
+    return o;
+  }
+
+  // The optimizer's state of `t`: 1.13 keys its state map by the TensorImpl address printed to a string
+  // (c10::guts::to_string, i.e. operator<< of the pointer); later versions key it by the address itself.
+  template <class StateMap>
+  static typename StateMap::const_iterator find_state(const StateMap& states, const torch::Tensor& t) {
+    using Key = typename StateMap::key_type;
+    if constexpr (std::is_same_v<Key, std::string>) {
+      std::ostringstream key;
+      key << t.unsafeGetTensorImpl();
+      return states.find(key.str());
+    } else {
+      return states.find(static_cast<Key>(t.unsafeGetTensorImpl()));
+    }
+  }
+
+  OptimizerStateObservation observe_state(const torch::Tensor& t) {
+    OptimizerStateObservation o;
+    const auto& states = optimizer_->state();
+    auto it = find_state(states, t);
+    if (it == states.end() || !it->second) return o;
+    o.exists = true;
+    auto tensor = [](const torch::Tensor& x) -> std::optional<TensorValue> {
+      if (!x.defined()) return std::nullopt;
+      return to_value(x);
+    };
+    auto adam_like = [&](const auto& s) {
+      o.step = s.step();
+      o.exp_avg = tensor(s.exp_avg());
+      o.exp_avg_sq = tensor(s.exp_avg_sq());
+      o.max_exp_avg_sq = tensor(s.max_exp_avg_sq());  // defined only with amsgrad
+    };
+    switch (kind_) {
+      case OptimizerKind::SGD:
+        o.momentum_buffer = tensor(static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer());
+        break;
+      case OptimizerKind::Adam: adam_like(static_cast<const torch::optim::AdamParamState&>(*it->second)); break;
+      case OptimizerKind::AdamW: adam_like(static_cast<const torch::optim::AdamWParamState&>(*it->second)); break;
+    }
+    return o;
+  }
+
+  std::vector<Param> params_;  // in the program's order
+  std::map<std::string, size_t> index_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  OptimizerKind kind_ = OptimizerKind::SGD;
+  std::vector<std::pair<std::string, torch::Tensor>> handles_;  // in the order first taken
+  torch::Tensor output_;  // the held forward output; undefined before the first forward
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_torch_engine() { return std::make_unique<TorchEngine>(); }
+
+}  // namespace lockstep

@@ -22,6 +22,9 @@ struct RunArgs {
   std::string report_dir = ".";
   std::string only_case;          // run just this named case (reproduce a failure)
   int64_t only_index = -1;        // run just this random program index (reproduce a failure)
+  std::string mutant;             // impl only: run impl with this mutant selected (impl/mutants.h)
+  std::string known_discrepancies_file;  // empty: conformance/known_discrepancies.json
+  double shrink_seconds = 10;     // time budget to shrink one failing program
 };
 int command_run(const RunArgs& args);
 

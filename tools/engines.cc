@@ -9,9 +9,14 @@ namespace lockstep::tools {
 
 std::vector<std::string> engine_names() { return {"oracle", "impl"}; }
 
-std::unique_ptr<Engine> make_engine(const std::string& name) {
+std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant) {
+  if (!mutant.empty() && name != "impl")
+    throw std::invalid_argument("--mutant applies to the impl engine only");
   if (name == "oracle") return make_torch_engine();
-  if (name == "impl") return make_impl_engine();
+  if (name == "impl") {
+    if (!mutant.empty()) throw std::invalid_argument("unknown mutant '" + mutant + "'");
+    return make_impl_engine();
+  }
   throw std::invalid_argument("unknown engine '" + name + "' (known: oracle, impl)");
 }
 

@@ -10,7 +10,8 @@
 namespace lockstep::tools {
 
 // Throws std::invalid_argument naming the known engines when `name` is not one of them.
-std::unique_ptr<Engine> make_engine(const std::string& name);
+// `mutant` (impl only) selects a deliberate deviation of impl (impl/mutants.h); empty: none.
+std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant = "");
 std::vector<std::string> engine_names();
 
 }  // namespace lockstep::tools

@@ -1,9 +1,12 @@
 // lockstep: the command line. `lockstep --help` lists the subcommands; each has its own --help.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include "tools/commands.h"
+#include "tools/commands_fixtures.h"
+#include "tools/engines.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep::tools;
@@ -16,9 +19,17 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand(
       "run", "Run the named cases and N random programs on an engine; on any engine but the oracle, compare "
              "it with LibTorch action by action and write reports.");
-  run->add_option("--engine", run_args.engine, "Engine under test: oracle or impl")
-      ->check(CLI::IsMember({"oracle", "impl"}))
+  run->add_option("--engine", run_args.engine,
+                  "Engine under test: oracle, impl, or a driver command line (fixtures/PROTOCOL.md)")
       ->capture_default_str();
+  std::string run_expected_failures, run_tolerance;
+  int64_t run_timeout_ms = 10000;
+  run->add_option("--expected-failures", run_expected_failures,
+                  "Driver commands: expected-failures file (fixtures/PROTOCOL.md section 7)")->check(CLI::ExistingFile);
+  run->add_option("--tolerance", run_tolerance, "Driver commands: tolerance-overrides file")
+      ->check(CLI::ExistingFile);
+  run->add_option("--timeout-ms", run_timeout_ms, "Driver commands: per-program timeout")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("--cases", run_args.cases_dir, "Directory of named cases (default: the shipped ones)");
   run->add_option("--count", run_args.count, "Random programs after the named cases")
       ->check(CLI::NonNegativeNumber)
@@ -33,6 +44,13 @@ int main(int argc, char** argv) {
   run->add_option("--report-dir", run_args.report_dir, "Where the Markdown, JSON and JUnit reports go")
       ->capture_default_str();
   run->add_option("--case", run_args.only_case, "Run only this named case (to reproduce a failure)");
+  run->add_option("--mutant", run_args.mutant, "Select a mutant of impl (see `lockstep mutants --list`)");
+  run->add_option("--known-discrepancies", run_args.known_discrepancies_file,
+                  "Known-discrepancies file (default: conformance/known_discrepancies.json)")
+      ->check(CLI::ExistingFile);
+  run->add_option("--shrink-seconds", run_args.shrink_seconds, "Time budget to shrink one failing program")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   run->add_option("--index", run_args.only_index, "Run only this random program (to reproduce a failure)")
       ->check(CLI::NonNegativeNumber);
 
@@ -44,6 +62,35 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   trace->add_flag("--table", trace_args.table, "A readable per-action table instead of JSON");
 
+
+  // --- fixtures (fixtures/README.md, fixtures/PROTOCOL.md) ---
+  ReplayArgs replay_args;
+  CLI::App* replay = app.add_subcommand(
+      "replay", "Check an engine against the golden fixtures offline (no LibTorch at run time): impl, oracle, "
+                "or a driver command speaking fixtures/PROTOCOL.md");
+  replay->add_option("--fixtures", replay_args.fixtures_dir, "Fixture directory (default: the shipped corpus)");
+  replay->add_option("--engine", replay_args.engine, "impl, oracle, or a driver command line (run by /bin/sh -c)")
+      ->capture_default_str();
+  replay->add_option("--expected-failures", replay_args.expected_failures_file,
+                     "Expected-failures file (id pattern, reason, category)")->check(CLI::ExistingFile);
+  replay->add_option("--tolerance", replay_args.tolerance_file, "Tolerance-overrides file")
+      ->check(CLI::ExistingFile);
+  replay->add_option("--report-dir", replay_args.report_dir, "Write replay-report.{md,json,xml} here");
+  replay->add_option("--timeout-ms", replay_args.timeout_ms, "Per-program timeout of a driver command")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  replay->add_option("--only", replay_args.only, "Only fixtures whose id matches this glob");
+  replay->add_flag("--verbose", replay_args.verbose, "A line per fixture, passes included");
+
+  FixturesGenerateArgs generate_args;
+  CLI::App* fixtures = app.add_subcommand("fixtures", "The golden fixture corpus");
+  fixtures->require_subcommand(1);
+  CLI::App* generate = fixtures->add_subcommand(
+      "generate", "Regenerate fixtures/corpus from the oracle (deterministic) and the coverage table");
+  generate->add_option("--out", generate_args.out_dir, "Output directory (default: the source tree's fixtures/)");
+  generate->add_option("--seed", generate_args.seed, "Seed of the random corpus")->capture_default_str();
+  generate->add_option("--max-random", generate_args.max_random, "At most this many random fixtures")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,8 +99,29 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return command_run(run_args);
+    if (*run) {
+      const auto names = lockstep::tools::engine_names();
+      if (std::find(names.begin(), names.end(), run_args.engine) == names.end()) {
+        RunExternalArgs ext;
+        ext.command = run_args.engine;
+        ext.cases_dir = run_args.cases_dir;
+        ext.count = run_args.count;
+        ext.seed = run_args.seed;
+        ext.max_size = run_args.max_size;
+        ext.special_values = run_args.special_values;
+        ext.report_dir = run_args.report_dir;
+        ext.only_case = run_args.only_case;
+        ext.only_index = run_args.only_index;
+        ext.expected_failures_file = run_expected_failures;
+        ext.tolerance_file = run_tolerance;
+        ext.timeout_ms = run_timeout_ms;
+        return command_run_external(ext);
+      }
+      return command_run(run_args);
+    }
     if (*trace) return command_trace(trace_args);
+    if (*replay) return command_replay(replay_args);
+    if (*generate) return command_fixtures_generate(generate_args);
   } catch (const std::exception& e) {
     std::cerr << "lockstep: " << e.what() << "\n";
     return kExitInputError;

@@ -27,6 +27,8 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libbenchmark-dev      # benchmarks (impl vs LibTorch)
   libexpat1-dev         # a real XML parser for the JUnit report test
+  python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
+  python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
 )
 
 missing=()

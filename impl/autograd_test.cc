@@ -1,0 +1,290 @@
+// Tests of impl/autograd: graph recording, accumulation into .grad and its identity (SEMANTICS §2, §3).
+#include "impl/autograd.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "impl/ops.h"
+
+namespace lockstep::impl {
+namespace {
+
+using V = std::vector<double>;
+
+Tensor param(const V& values, DType dtype = DType::Float64) {
+  Tensor t = Tensor::from_values(dtype, {static_cast<int64_t>(values.size())}, values);
+  t.set_requires_grad(true);
+  return t;
+}
+
+Tensor square_sum(const Tensor& x) { return ops::sum(ops::mul(x, x)); }  // y = (x*x).sum()
+
+// The kind of the Error `f` throws ("" when it throws none).
+template <class F>
+std::string error_kind_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind;
+  }
+  return "";
+}
+
+TEST(Autograd, SEM_2_1_ParameterGradStartsUndefined) {
+  Tensor x = param({1, 2, 3});
+  EXPECT_TRUE(x.is_leaf());
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Autograd, SEM_2_2_ResultOfRecordedOpRequiresGradAndIsNotLeaf) {
+  Tensor x = param({1, 2, 3});
+  Tensor c = Tensor::from_values(DType::Float64, {3}, {1, 1, 1});
+  Tensor y = ops::mul(x, c);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_FALSE(y.is_leaf());
+  Tensor z = ops::mul(c, c);  // no operand requires grad
+  EXPECT_FALSE(z.requires_grad());
+  EXPECT_TRUE(z.is_leaf());
+}
+
+TEST(Autograd, SEM_3_4_RepeatedBackwardAccumulates) {
+  Tensor x = param({1, 2, 3});
+  Tensor first_grad;
+  for (int k = 1; k <= 5; ++k) {
+    backward(square_sum(x));
+    EXPECT_EQ(x.grad().to_values(), (V{2.0 * k, 4.0 * k, 6.0 * k})) << "backward " << k;
+    if (k == 1) first_grad = x.grad();
+    EXPECT_TRUE(x.grad().is_same(first_grad)) << "SEM-3.2: in place, identity kept";
+    EXPECT_FALSE(x.grad().requires_grad());
+    EXPECT_FALSE(x.grad().grad_fn());
+  }
+  EXPECT_EQ(first_grad.to_values(), (V{10, 20, 30})) << "a held handle sees the sum";
+}
+
+TEST(Autograd, SEM_3_4_ZeroingBeforeEachBackwardGivesTheSameGrad) {
+  Tensor x = param({1, 2, 3});
+  for (int k = 0; k < 5; ++k) {
+    if (x.grad().defined()) {
+      Tensor g = x.grad();
+      g.detach_();
+      g.zero_();
+    }
+    backward(square_sum(x));
+    EXPECT_EQ(x.grad().to_values(), (V{2, 4, 6}));
+  }
+}
+
+TEST(Autograd, SEM_3_1_ExplicitGradientIsCopiedNotAliased) {
+  Tensor x = param({1, 2, 3});
+  Tensor g = Tensor::from_values(DType::Float64, {3}, {1, 1, 1});
+  backward(x, &g);  // the output is the leaf itself: it receives g
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_FALSE(x.grad().is_same(g));
+  g.set_at(0, 100);
+  EXPECT_EQ(x.grad().to_values(), (V{1, 1, 1}));
+  backward(x, &g);  // SEM-3.2
+  EXPECT_EQ(x.grad().to_values(), (V{101, 2, 2}));
+}
+
+TEST(Autograd, SEM_3_1_ExplicitGradientThroughPassThroughOpIsCopied) {
+  Tensor x = param({1, 2, 3});
+  Tensor y = ops::add(x, Tensor::from_values(DType::Float64, {3}, {0, 0, 0}));  // grad passes through as is
+  Tensor g = Tensor::from_values(DType::Float64, {3}, {4, 5, 6});
+  backward(y, &g);
+  EXPECT_FALSE(x.grad().is_same(g));
+  EXPECT_EQ(x.grad().to_values(), (V{4, 5, 6}));
+}
+
+TEST(Autograd, SEM_3_1_TwoLeavesOfOneAddGetDistinctGrads) {
+  Tensor a = param({1, 2});
+  Tensor b = param({3, 4});
+  backward(ops::sum(ops::add(a, b)));
+  ASSERT_TRUE(a.grad().defined() && b.grad().defined());
+  EXPECT_FALSE(a.grad().is_same(b.grad()));
+  a.grad().set_at(0, 7);
+  EXPECT_EQ(b.grad().to_values(), (V{1, 1}));
+}
+
+TEST(Autograd, SEM_3_3_CreateGraphFirstContributionIsRecordedCopy) {
+  Tensor x = param({1, 2, 3});
+  backward(square_sum(x), nullptr, /*retain_graph=*/true, /*create_graph=*/true);
+  Tensor g = x.grad();
+  ASSERT_TRUE(g.defined());
+  EXPECT_TRUE(g.requires_grad());
+  EXPECT_TRUE(g.grad_fn() != nullptr);
+  EXPECT_EQ(g.to_values(), (V{2, 4, 6}));
+}
+
+TEST(Autograd, SEM_3_3_CreateGraphAccumulatesOutOfPlace) {
+  Tensor x = param({1, 2, 3});
+  backward(square_sum(x));
+  Tensor held = x.grad();
+  backward(square_sum(x), nullptr, true, true);
+  EXPECT_FALSE(x.grad().is_same(held)) << "new identity";
+  EXPECT_EQ(held.to_values(), (V{2, 4, 6})) << "a held handle keeps the old values";
+  EXPECT_EQ(x.grad().to_values(), (V{4, 8, 12}));
+  EXPECT_TRUE(x.grad().requires_grad());
+  EXPECT_TRUE(x.grad().grad_fn() != nullptr);
+  // A later backward without create_graph accumulates in place into the new grad.
+  Tensor held2 = x.grad();
+  backward(square_sum(x));
+  EXPECT_TRUE(x.grad().is_same(held2));
+  EXPECT_EQ(held2.to_values(), (V{6, 12, 18}));
+}
+
+TEST(Autograd, SEM_3_3_CreateGraphOnGraphWithoutSavedInputsGivesPlainGrad) {
+  Tensor x = param({1, 2, 3});
+  backward(ops::sum(x), nullptr, true, true);  // the grad (ones) depends on nothing that requires grad
+  EXPECT_EQ(x.grad().to_values(), (V{1, 1, 1}));
+  EXPECT_FALSE(x.grad().requires_grad());
+}
+
+// Second order (create_graph): the grad is itself differentiable for add, mul, sum, mean.
+TEST(Autograd, SEM_3_3_SecondOrderMulSum) {
+  Tensor x = param({1, 2, 3});
+  backward(ops::sum(ops::mul(ops::mul(x, x), x)), nullptr, true, true);  // grad 3x^2
+  Tensor g = x.grad();
+  EXPECT_EQ(g.to_values(), (V{3, 12, 27}));
+  x.reset_grad();
+  backward(ops::sum(g));  // d/dx sum(3x^2) = 6x
+  EXPECT_EQ(x.grad().to_values(), (V{6, 12, 18}));
+}
+
+TEST(Autograd, SEM_3_3_SecondOrderAddMean) {
+  Tensor x = param({1, 2, 3, 4});
+  backward(ops::mean(ops::add(ops::mul(x, x), x)), nullptr, true, true);  // grad (2x + 1) / 4
+  Tensor g = x.grad();
+  EXPECT_EQ(g.to_values(), (V{0.75, 1.25, 1.75, 2.25}));
+  x.reset_grad();
+  backward(ops::mean(ops::mul(g, g)));  // d/dx mean(((2x+1)/4)^2) = 2 * (2x+1)/4 * (2/4) / 4
+  V expected;
+  for (double v : {1.0, 2.0, 3.0, 4.0}) expected.push_back(2 * (2 * v + 1) / 4 * 0.5 / 4);
+  EXPECT_EQ(x.grad().to_values(), expected);
+}
+
+TEST(Autograd, SEM_2_3_NoGradRecordsNothing) {
+  Tensor x = param({1, 2, 3});
+  backward(square_sum(x));
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(grad_mode_enabled());
+    y = square_sum(x);
+  }
+  EXPECT_TRUE(grad_mode_enabled());
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_FALSE(y.grad_fn());
+  EXPECT_EQ(error_kind_of([&] { backward(y); }), "no_grad_fn");
+  try {
+    backward(y);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("element 0 of tensors does not require grad and does not have a grad_fn"),
+              std::string::npos);
+  }
+  EXPECT_EQ(x.grad().to_values(), (V{2, 4, 6})) << "grads unchanged";
+}
+
+TEST(Autograd, SEM_2_4_NonscalarBackwardNeedsGradient) {
+  Tensor x = param({1, 2, 3});
+  Tensor y = ops::mul(x, x);
+  EXPECT_EQ(error_kind_of([&] { backward(y); }), "nonscalar_backward");
+  EXPECT_FALSE(x.grad().defined());
+  Tensor g = Tensor::from_values(DType::Float64, {3}, {1, 0, 2});
+  backward(y, &g);
+  EXPECT_EQ(x.grad().to_values(), (V{2, 0, 12}));
+}
+
+TEST(Autograd, ExplicitGradientOfWrongShapeFails) {
+  Tensor x = param({1, 2, 3});
+  Tensor y = ops::mul(x, x);
+  Tensor g = Tensor::from_values(DType::Float64, {2}, {1, 1});
+  EXPECT_EQ(error_kind_of([&] { backward(y, &g); }), "gradient_shape");
+}
+
+TEST(Autograd, OneElementOutputGetsImplicitOne) {
+  Tensor x = Tensor::scalar(DType::Float32, 3);
+  x.set_requires_grad(true);
+  backward(x);  // a 0-d leaf output: grad 1
+  EXPECT_EQ(x.grad().to_values(), (V{1}));
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+}
+
+TEST(Autograd, SEM_2_6_WeightTyingSumsContributions) {
+  Tensor w = param({1, 2});
+  // y = sum(w*w) + sum(3w) + sum(w): three paths to w
+  Tensor y = ops::add(ops::add(square_sum(w), ops::sum(ops::mul_scalar(w, 3))), ops::sum(w));
+  backward(y);
+  EXPECT_EQ(w.grad().to_values(), (V{2 + 3 + 1, 4 + 3 + 1}));
+  // With create_graph the leaf is updated once: one new tensor whose grad_fn adds the old grad once.
+  Tensor held = w.grad();
+  Tensor y2 = ops::add(square_sum(w), ops::sum(w));
+  backward(y2, nullptr, true, true);
+  EXPECT_EQ(w.grad().to_values(), (V{6 + 3, 8 + 5}));
+  EXPECT_EQ(held.to_values(), (V{6, 8}));
+}
+
+TEST(Autograd, SEM_2_7_UnusedParameterKeepsItsGrad) {
+  Tensor x = param({1, 2, 3});
+  Tensor unused = param({5});
+  Tensor other = param({7});
+  backward(ops::sum(other));
+  Tensor other_grad = other.grad();
+  backward(square_sum(x));
+  EXPECT_FALSE(unused.grad().defined());
+  EXPECT_TRUE(other.grad().is_same(other_grad));
+  EXPECT_EQ(other.grad().to_values(), (V{1}));
+}
+
+TEST(Autograd, SEM_2_5_RetainGraphAllowsRepeatedBackwardUntilFreed) {
+  Tensor x = param({1, 2, 3});
+  Tensor y = square_sum(x);  // mul saves its operands
+  backward(y, nullptr, /*retain_graph=*/true);
+  backward(y, nullptr, /*retain_graph=*/true);
+  backward(y);  // frees
+  EXPECT_EQ(x.grad().to_values(), (V{6, 12, 18}));
+  EXPECT_EQ(error_kind_of([&] { backward(y); }), "backward_through_freed_graph");
+  try {
+    backward(y);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("Trying to backward through the graph a second time", 0), 0u);
+  }
+  EXPECT_EQ(x.grad().to_values(), (V{6, 12, 18})) << "a failed backward reached no leaf";
+}
+
+TEST(Autograd, SEM_2_5_GraphWithoutSavedTensorsRunsTwice) {
+  Tensor x = param({1, 2, 3, 4});
+  // sum(-(2x - 3x)) + mean(x): grad 1 + 1/4 per element
+  Tensor y = ops::add(ops::sum(ops::neg(ops::sub(ops::add(x, x), ops::mul_scalar(x, 3)))), ops::mean(x));
+  backward(y);
+  backward(y);
+  EXPECT_EQ(x.grad().to_values(), (V{2.5, 2.5, 2.5, 2.5}));
+}
+
+TEST(Autograd, FloatGradsStayFloat) {
+  Tensor x = param({1, 2, 3}, DType::Float32);
+  backward(square_sum(x));
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+  EXPECT_EQ(x.grad().to_values(), (V{2, 4, 6}));
+}
+
+TEST(Autograd, BackwardOfUndefinedTensorFailsCleanly) {
+  EXPECT_EQ(error_kind_of([] { backward(Tensor()); }), "other");
+}
+
+TEST(Autograd, GradModeGuardRestores) {
+  {
+    GradModeGuard off(false);
+    EXPECT_FALSE(grad_mode_enabled());
+    {
+      GradModeGuard on(true);
+      EXPECT_TRUE(grad_mode_enabled());
+    }
+    EXPECT_FALSE(grad_mode_enabled());
+  }
+  EXPECT_TRUE(grad_mode_enabled());
+}
+
+}  // namespace
+}  // namespace lockstep::impl

@@ -1,0 +1,27 @@
+// impl/engine_adapter.h: the clean-room implementation (impl/) as a conformance Engine (conformance/engine.h).
+//
+// Every action runs on impl's own tensors, autograd (autograd.h), ops (ops.h) and optimizers (sgd.h,
+// adam.h, adamw.h); impl::Error leaves as EngineError with the same kind and message. The adapter makes
+// the same decisions as the oracle engine where neither framework has an action of its own:
+//  - zero_grad(set_to_none = true) resets every grad of every group (SEM-4.2); zero_grad, step,
+//    set_group_options and add_param_group without an optimizer throw no_optimizer;
+//  - a group whose options are given starts from the option type's defaults and sets the given fields
+//    (1.13 rule, SEM-7.1); SGD options without lr, or options foreign to the kind, throw invalid_option;
+//  - an explicit gradient whose size differs from the output's fails with gradient_shape.
+// synchronise() overwrites every number (parameters, grads, optimizer state tensors, handles, output) in
+// place, keeping identities (lockstep mode).
+//
+// Example:
+//   std::unique_ptr<lockstep::Engine> engine = lockstep::make_impl_engine();   // name() == "impl"
+//   lockstep::Trace trace = lockstep::run_program(program, *engine);
+#pragma once
+
+#include <memory>
+
+#include "conformance/engine.h"
+
+namespace lockstep {
+
+std::unique_ptr<Engine> make_impl_engine();
+
+}  // namespace lockstep

@@ -1,0 +1,68 @@
+#include "impl/optimizer.h"
+
+#include <sstream>
+#include <typeinfo>
+
+namespace lockstep::impl {
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptionsBase> defaults)
+    : defaults_(std::move(defaults)) {
+  for (const ParamGroup& g : groups) add_param_group(g);
+}
+
+void Optimizer::add_param_group(const ParamGroup& group) {
+  // Check everything first so that a rejected group leaves the optimizer unchanged (black-box: LibTorch's
+  // add_param_group is atomic). Black-box: every leaf check comes before any duplicate check.
+  for (const Tensor& p : group.params) {
+    if (!p.defined()) throw Error("other", "can't optimize an undefined Tensor");
+    if (!p.is_leaf()) throw Error(optimizer_error::kNonLeafParameter, "can't optimize a non-leaf Tensor");  // SEM-7.3
+  }
+  for (const Tensor& p : group.params) {
+    if (has_state(p))  // SEM-7.4 [1.13]: only a parameter that already has state counts as a duplicate
+      throw Error(optimizer_error::kDuplicateParameter, "some parameters appear in more than one parameter group");
+  }
+  if (group.options && typeid(*group.options) != typeid(*defaults_))
+    throw Error("other", "a param group's options are not this optimizer's option type");
+  ParamGroup added(group.params, group.options ? group.options->clone() : defaults_->clone());  // SEM-7.1
+  groups_.push_back(std::move(added));
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (ParamGroup& g : groups_) {
+    for (Tensor& p : g.params) {
+      if (set_to_none) {  // SEM-4.2
+        p.reset_grad();
+        continue;
+      }
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      grad.detach_();  // SEM-4.1: drops grad_fn and requires_grad, keeps identity
+      grad.zero_();
+    }
+  }
+}
+
+ParamState* Optimizer::find_state(const Tensor& param) const {
+  auto it = state_.find(param.impl());
+  return it == state_.end() ? nullptr : it->second.get();
+}
+
+ParamState& Optimizer::set_state(const Tensor& param, std::unique_ptr<ParamState> state) {
+  auto& slot = state_[param.impl()];
+  slot = std::move(state);
+  return *slot;
+}
+
+std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> groups;
+  groups.emplace_back(std::move(params));
+  return groups;
+}
+
+std::string format_option_value(double v) {
+  std::ostringstream out;  // default formatting: precision 6, like LibTorch's messages
+  out << v;
+  return out.str();
+}
+
+}  // namespace lockstep::impl

@@ -1,0 +1,118 @@
+// impl/optimizer.h: the optimizer base shared by SGD, Adam and AdamW (SEMANTICS §4, §7).
+//
+// An Optimizer holds parameter groups (each a list of parameters plus its own options) and lazily created
+// per-parameter state keyed by the parameter's TensorImpl. The rules are LibTorch 1.13's C++ rules:
+//  - from a flat list of tensors: one group with a copy of the defaults (SEM-7.1); an empty list is fine
+//    (SEM-7.2);
+//  - from groups: a group without options gets a copy of the defaults, a group with options keeps its own
+//    entirely (SEM-7.1 [1.13]); only the defaults are validated (SEM-5.2, SEM-6.1);
+//  - every parameter must be a leaf: "can't optimize a non-leaf Tensor" (SEM-7.3);
+//  - add_param_group rejects a parameter that already has state: "some parameters appear in more than one
+//    parameter group"; a parameter listed twice in one group is updated twice per step (SEM-7.4);
+//  - zero_grad(): detach_() then zero_() every defined grad in place; zero_grad(true) resets the grad slot
+//    (SEM-4.1, SEM-4.2).
+//
+// Example:
+//   SGD sgd({ParamGroup({w}), ParamGroup({b}, SGDOptions(0.5))}, SGDOptions(0.1).set_momentum(0.9));
+//   sgd.step();
+//   sgd.group_options(1).lr = 0.05;           // takes effect at the next step (SEM-7.5)
+//   if (const SGDParamState* s = sgd.state_of(w)) s->momentum_buffer ...
+//   sgd.zero_grad();
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "impl/error.h"
+#include "impl/tensor.h"
+
+namespace lockstep::impl {
+
+// Error kinds thrown by the optimizers (the strings of conformance/trace.h's error_kind).
+namespace optimizer_error {
+inline constexpr const char* kInvalidOption = "invalid_option";          // SEM-5.2, SEM-6.1
+inline constexpr const char* kNonLeafParameter = "non_leaf_parameter";   // SEM-7.3
+inline constexpr const char* kDuplicateParameter = "duplicate_parameter";  // SEM-7.4
+}  // namespace optimizer_error
+
+// The options of one group (or an optimizer's defaults). Each optimizer derives its own (SGDOptions, ...)
+// with public fields and fluent set_ setters.
+struct OptionsBase {
+  virtual ~OptionsBase() = default;
+  virtual std::unique_ptr<OptionsBase> clone() const = 0;
+};
+
+// One parameter group. `options` null means "not given": the optimizer fills in a copy of its defaults
+// when the group is added (SEM-7.1). Copying a group copies its options (deep) and aliases its params.
+struct ParamGroup {
+  std::vector<Tensor> params;
+  std::unique_ptr<OptionsBase> options;
+
+  ParamGroup() = default;
+  explicit ParamGroup(std::vector<Tensor> params) : params(std::move(params)) {}
+  ParamGroup(std::vector<Tensor> params, const OptionsBase& options)
+      : params(std::move(params)), options(options.clone()) {}
+  ParamGroup(std::vector<Tensor> params, std::unique_ptr<OptionsBase> options)
+      : params(std::move(params)), options(std::move(options)) {}
+
+  ParamGroup(const ParamGroup& o) : params(o.params), options(o.options ? o.options->clone() : nullptr) {}
+  ParamGroup& operator=(const ParamGroup& o) {
+    if (this != &o) { params = o.params; options = o.options ? o.options->clone() : nullptr; }
+    return *this;
+  }
+  ParamGroup(ParamGroup&&) = default;
+  ParamGroup& operator=(ParamGroup&&) = default;
+};
+
+// Per-parameter optimizer state (SEM-5.3, SEM-6.2). Each optimizer derives its own.
+struct ParamState {
+  virtual ~ParamState() = default;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter with a defined grad (SEM-5.3, SEM-6.3, SEM-6.4).
+  virtual void step() = 0;
+
+  // SEM-4.1 (set_to_none = false) and SEM-4.2 (set_to_none = true).
+  void zero_grad(bool set_to_none = false);
+
+  // Adds a group (SEM-7.4). Throws Error(non_leaf_parameter) or Error(duplicate_parameter); on a throw the
+  // optimizer is unchanged. A group without options gets a copy of the defaults.
+  void add_param_group(const ParamGroup& group);
+
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  const OptionsBase& defaults() const { return *defaults_; }
+
+  // Whether `param` has optimizer state (created at its first step with a defined grad).
+  bool has_state(const Tensor& param) const { return state_.count(param.impl()) != 0; }
+
+ protected:
+  // Adds every group through add_param_group (so the leaf rule applies). `defaults` is not null.
+  Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptionsBase> defaults);
+
+  // The state of `param`, null when it has none.
+  ParamState* find_state(const Tensor& param) const;
+  // Stores `state` as param's state and returns it.
+  ParamState& set_state(const Tensor& param, std::unique_ptr<ParamState> state);
+
+ private:
+  std::unique_ptr<OptionsBase> defaults_;
+  std::vector<ParamGroup> groups_;
+  std::unordered_map<const TensorImpl*, std::unique_ptr<ParamState>> state_;
+};
+
+// The groups of a flat parameter list: one group without options (it gets the defaults, SEM-7.1).
+std::vector<ParamGroup> single_group(std::vector<Tensor> params);
+
+// A double formatted like C++ ostream's default (LibTorch's messages): -0.1, 1e-08, 1.5, inf, nan.
+std::string format_option_value(double v);
+
+}  // namespace lockstep::impl

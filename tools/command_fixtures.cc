@@ -1,0 +1,447 @@
+// `lockstep fixtures generate`: the golden corpus (fixtures/corpus) from the oracle, deterministically.
+//
+// Three parts, each a folder of one JSON file per fixture (conformance/fixture.h):
+//   corpus/cases/         every named case (conformance/cases), id = the case's id
+//   corpus/gradient_fed/  optimizer programs whose gradients are given directly (no autograd needed)
+//   corpus/random/        seeded random programs, picked until every feature tag is covered; id = a hash of
+//                         the program, so an id is never reused for another program
+// Files no longer generated are removed from those folders. The coverage table between the markers
+// <!-- coverage:begin --> and <!-- coverage:end --> of OUT/README.md is rewritten.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "conformance/atomic_file.h"
+#include "conformance/fixture.h"
+#include "conformance/generators.h"
+#include "conformance/interpreter.h"
+#include "conformance/named_case.h"
+#include "conformance/program_json.h"
+#include "conformance/shrink.h"
+#include "oracle/torch_engine.h"
+#include "tools/commands.h"
+#include "tools/commands_fixtures.h"
+
+namespace lockstep::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+struct Generated {
+  std::string folder;  // "cases", "gradient_fed", "random"
+  Fixture fixture;
+};
+
+FixtureProvenance provenance(const std::string& generator) {
+  FixtureProvenance p;
+  std::string v = torch_version_string();  // "libtorch-1.13.0"
+  p.oracle = "libtorch";
+  p.oracle_version = v.rfind("libtorch-", 0) == 0 ? v.substr(9) : v;
+  p.generator = generator;
+  return p;
+}
+
+Trace run_on_oracle(const Program& program) {
+  auto oracle = make_torch_engine();
+  return run_program(program, *oracle);
+}
+
+std::vector<std::string> merge_tags(const std::vector<std::string>& computed, const std::vector<std::string>& extra) {
+  std::vector<std::string> out = computed;
+  std::vector<std::string> more;
+  for (const std::string& t : extra)
+    if (std::find(out.begin(), out.end(), t) == out.end() && std::find(more.begin(), more.end(), t) == more.end())
+      more.push_back(t);
+  std::sort(more.begin(), more.end());
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+// SEMANTICS sections a program exercises, from its tags (random and gradient-fed fixtures).
+std::vector<std::string> semantics_for(const std::vector<std::string>& tags) {
+  static const std::vector<std::pair<const char*, std::vector<const char*>>> map = {
+      {"accumulation", {"SEM-3.2", "SEM-3.4"}}, {"zero_grad", {"SEM-4.1"}},
+      {"set_to_none", {"SEM-4.2"}},              {"grad_none_skip", {"SEM-4.3"}},
+      {"sgd", {"SEM-5.3"}},                      {"lr_change", {"SEM-5.4", "SEM-7.5"}},
+      {"adam", {"SEM-6.3"}},                     {"adamw", {"SEM-6.4"}},
+      {"param_groups", {"SEM-7.1"}},             {"duplicate_param", {"SEM-7.4"}},
+      {"add_param_group", {"SEM-7.4"}},          {"retain_graph", {"SEM-2.5"}},
+      {"create_graph", {"SEM-3.3"}},             {"no_grad", {"SEM-2.3"}},
+      {"weight_tying", {"SEM-2.6"}},             {"explicit_gradient", {"SEM-3.1"}},
+      {"nonfinite", {"SEM-9"}},                  {"errors", {"SEM-8"}},
+  };
+  std::set<std::string> out = {"SEM-8"};
+  for (const auto& [tag, secs] : map)
+    if (std::find(tags.begin(), tags.end(), tag) != tags.end()) out.insert(secs.begin(), secs.end());
+  std::vector<std::string> v(out.begin(), out.end());
+  std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) {
+    // numeric order of "SEM-a.b"
+    auto key = [](const std::string& s) {
+      int a1 = 0, b1 = 0;
+      std::sscanf(s.c_str(), "SEM-%d.%d", &a1, &b1);
+      return std::make_pair(a1, b1);
+    };
+    return key(a) < key(b);
+  });
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Gradient-fed programs: forward of a bare parameter, backward with an explicit gradient, so an optimizer port
+// without autograd can be checked (the gradients are in the program; the expected trace has every state).
+
+// Deterministic numbers (no <random> distributions, whose output is implementation-defined): multiples of
+// 1/16 in [-2, 2], from a 64-bit LCG.
+struct Numbers {
+  uint64_t state;
+  explicit Numbers(uint64_t seed) : state(seed * 2862933555777941757ULL + 3037000493ULL) {}
+  double next() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    int64_t k = static_cast<int64_t>((state >> 33) % 65) - 32;  // -32..32
+    return static_cast<double>(k) / 16.0;
+  }
+  std::vector<double> values(size_t n) {
+    std::vector<double> v(n);
+    for (double& x : v) x = next();
+    return v;
+  }
+};
+
+struct GradFedConfig {
+  std::string name;
+  std::string description;
+  std::vector<std::string> semantics;
+  OptimizerKind kind;
+  OptimizerOptions defaults;
+  int steps = 3;
+  bool two_groups = false;       // w and b in their own groups, b with half the lr
+  bool lr_change = false;        // set_options(lr /= 2) before the third step
+  bool skip_b_on_step = false;   // b's grad set to None before the second step (SEM-4.3)
+  bool set_to_none = false;      // zero_grad(set_to_none=true) between steps, else zero_grad()
+};
+
+OptimizerOptions sgd(double lr, double momentum = 0, double dampening = 0, bool nesterov = false, double wd = 0) {
+  OptimizerOptions o;
+  o.lr = lr;
+  if (momentum != 0) o.momentum = momentum;
+  if (dampening != 0) o.dampening = dampening;
+  if (nesterov) o.nesterov = true;
+  if (wd != 0) o.weight_decay = wd;
+  return o;
+}
+
+OptimizerOptions adam(double lr, double wd = -1, bool amsgrad = false) {
+  OptimizerOptions o;
+  o.lr = lr;
+  if (wd >= 0) o.weight_decay = wd;
+  if (amsgrad) o.amsgrad = true;
+  return o;
+}
+
+std::vector<GradFedConfig> grad_fed_configs() {
+  using K = OptimizerKind;
+  std::vector<GradFedConfig> c;
+  c.push_back({"sgd", "plain SGD: p -= lr * g", {"SEM-5.3"}, K::SGD, sgd(0.125)});
+  c.push_back({"sgd-momentum", "SGD momentum 0.9: the buffer is a copy of the first gradient, then buf*m + g",
+               {"SEM-5.3"}, K::SGD, sgd(0.125, 0.9)});
+  c.push_back({"sgd-momentum-dampening", "SGD momentum 0.9, dampening 0.5 (no dampening on the first step)",
+               {"SEM-5.3"}, K::SGD, sgd(0.125, 0.9, 0.5)});
+  c.push_back({"sgd-nesterov", "SGD nesterov with momentum 0.9: d = g + m*buf", {"SEM-5.3"}, K::SGD,
+               sgd(0.125, 0.9, 0, true)});
+  c.push_back({"sgd-weight-decay", "SGD momentum 0.9 and weight decay 0.25 (L2 added to the gradient)",
+               {"SEM-5.3"}, K::SGD, sgd(0.125, 0.9, 0, false, 0.25)});
+  c.push_back({"sgd-nesterov-weight-decay", "SGD nesterov, momentum 0.5, weight decay 0.125", {"SEM-5.3"}, K::SGD,
+               sgd(0.25, 0.5, 0, true, 0.125)});
+  c.push_back({"sgd-lr-change", "SGD momentum 0.9; lr halved before the second step (the buffer is not rescaled)",
+               {"SEM-5.3", "SEM-5.4", "SEM-7.5"}, K::SGD, sgd(0.125, 0.9), 3, false, true});
+  c.push_back({"sgd-grad-none-skip", "SGD momentum 0.9, weight decay 0.5; b's grad is None at the second step: "
+               "b is skipped (no decay, no buffer update)",
+               {"SEM-4.3", "SEM-5.3"}, K::SGD, sgd(0.125, 0.9, 0, false, 0.5), 3, false, false, true});
+  c.push_back({"sgd-set-to-none", "SGD momentum 0.9 with zero_grad(set_to_none=True) between steps",
+               {"SEM-4.2", "SEM-5.3"}, K::SGD, sgd(0.125, 0.9), 3, false, false, false, true});
+  c.push_back({"sgd-param-groups", "SGD with two groups; b's group has its own options (lr/2, momentum 0.5)",
+               {"SEM-5.3", "SEM-7.1"}, K::SGD, sgd(0.125, 0.9), 3, true});
+  c.push_back({"adam", "Adam with its defaults (lr 1e-3, betas 0.9/0.999, eps 1e-8)", {"SEM-6.1", "SEM-6.3"},
+               K::Adam, OptimizerOptions{}});
+  c.push_back({"adam-lr", "Adam lr 0.1: bias corrections in double, eps after the square root", {"SEM-6.3"},
+               K::Adam, adam(0.1)});
+  c.push_back({"adam-weight-decay", "Adam lr 0.1, weight decay 0.25 (L2 added to the gradient)", {"SEM-6.3"},
+               K::Adam, adam(0.1, 0.25)});
+  c.push_back({"adam-amsgrad", "Adam amsgrad: max of the second moments", {"SEM-6.3"}, K::Adam,
+               adam(0.1, -1, true)});
+  c.push_back({"adam-grad-none-skip", "Adam; b's grad is None at the second step: b's step count stays behind",
+               {"SEM-4.3", "SEM-6.2", "SEM-6.3"}, K::Adam, adam(0.1), 3, false, false, true});
+  c.push_back({"adam-lr-change", "Adam lr 0.1, halved before the second step", {"SEM-6.3", "SEM-7.5"}, K::Adam,
+               adam(0.1), 3, false, true});
+  c.push_back({"adamw", "AdamW with its defaults (weight decay 1e-2, decoupled)", {"SEM-6.4"}, K::AdamW,
+               OptimizerOptions{}});
+  c.push_back({"adamw-weight-decay", "AdamW lr 0.1, weight decay 0.5: p *= 1 - lr*wd first", {"SEM-6.4"},
+               K::AdamW, adam(0.1, 0.5)});
+  c.push_back({"adamw-amsgrad", "AdamW amsgrad, lr 0.1, weight decay 0.25", {"SEM-6.3", "SEM-6.4"}, K::AdamW,
+               adam(0.1, 0.25, true)});
+  c.push_back({"adamw-param-groups", "AdamW with two groups; b's group has its own options (1.13: the option "
+               "type's defaults, not the optimizer's)", {"SEM-6.4", "SEM-7.1"}, K::AdamW, adam(0.1, 0.5), 3, true});
+  return c;
+}
+
+Program grad_fed_program(const GradFedConfig& c, DType dtype, uint64_t seed) {
+  Numbers numbers(seed);
+  Program p;
+  p.params.push_back({"w", dtype, {3}, numbers.values(3)});
+  p.params.push_back({"b", dtype, {2}, numbers.values(2)});
+  OptimizerSpec o;
+  o.kind = c.kind;
+  o.defaults = c.defaults;
+  if (c.two_groups) {
+    OptimizerOptions own = c.defaults;
+    own.lr = c.defaults.lr.value_or(1e-3) / 2;
+    if (c.kind == OptimizerKind::SGD) own.momentum = 0.5;
+    o.groups = {{{"w"}, std::nullopt}, {{"b"}, own}};
+  } else {
+    o.groups = {{{"w", "b"}, std::nullopt}};
+  }
+  p.optimizer = o;
+  for (int s = 0; s < c.steps; ++s) {
+    if (s > 0) {
+      Action z;
+      z.kind = ActionKind::ZeroGrad;
+      z.set_to_none = c.set_to_none;
+      p.actions.push_back(z);
+    }
+    for (const char* name : {"w", "b"}) {
+      Action f;
+      f.kind = ActionKind::Forward;
+      f.loss = param(name);
+      p.actions.push_back(f);
+      Action b;
+      b.kind = ActionKind::Backward;
+      b.gradient = numbers.values(name[0] == 'w' ? 3 : 2);
+      p.actions.push_back(b);
+    }
+    if (c.skip_b_on_step && s == 1) {
+      Action n;
+      n.kind = ActionKind::SetGradNone;
+      n.param = "b";
+      p.actions.push_back(n);
+    }
+    if (c.lr_change && s == 1) {
+      Action so;
+      so.kind = ActionKind::SetOptions;
+      so.group = 0;
+      so.options.lr = c.defaults.lr.value_or(1e-3) / 2;
+      p.actions.push_back(so);
+    }
+    Action st;
+    st.kind = ActionKind::Step;
+    p.actions.push_back(st);
+  }
+  // Round float32 values the way a float32 tensor holds them.
+  if (dtype == DType::Float32) {
+    for (auto& ps : p.params)
+      for (double& v : ps.values) v = static_cast<float>(v);
+    for (auto& a : p.actions)
+      if (a.gradient)
+        for (double& v : *a.gradient) v = static_cast<float>(v);
+  }
+  validate(p);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+std::string coverage_table(const std::vector<Generated>& all) {
+  std::map<std::string, std::map<std::string, int>> counts;  // tag -> folder -> n
+  for (const Generated& g : all)
+    for (const std::string& t : g.fixture.tags) ++counts[t][g.folder];
+  std::string out;
+  out += fmt::format("{} fixtures: {} named cases, {} gradient-fed, {} random.\n\n", all.size(),
+                     std::count_if(all.begin(), all.end(), [](const Generated& g) { return g.folder == "cases"; }),
+                     std::count_if(all.begin(), all.end(), [](const Generated& g) { return g.folder == "gradient_fed"; }),
+                     std::count_if(all.begin(), all.end(), [](const Generated& g) { return g.folder == "random"; }));
+  out += "| tag | meaning | cases | gradient_fed | random | total |\n|---|---|---:|---:|---:|---:|\n";
+  for (const FeatureTagInfo& t : all_feature_tags()) {
+    auto& c = counts[t.tag];
+    int total = c["cases"] + c["gradient_fed"] + c["random"];
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {}{} |\n", t.tag, t.meaning, c["cases"], c["gradient_fed"],
+                       c["random"], total, total == 0 ? " (NOT COVERED)" : "");
+  }
+  return out;
+}
+
+bool update_readme(const std::string& path, const std::string& table) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const std::string begin = "<!-- coverage:begin -->", end = "<!-- coverage:end -->";
+  size_t b = text.find(begin), e = text.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) return false;
+  std::string updated = text.substr(0, b + begin.size()) + "\n" + table + text.substr(e);
+  if (updated != text) write_file_atomically(path, updated);
+  return true;
+}
+
+}  // namespace
+
+int command_fixtures_generate(const FixturesGenerateArgs& args) {
+  const std::string out = args.out_dir.empty() ? std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures" : args.out_dir;
+  std::vector<Generated> all;
+
+  // 1. Named cases.
+  std::vector<NamedCase> cases;
+  try {
+    cases = load_cases(default_cases_dir());
+  } catch (const InputError& e) {
+    std::cerr << "lockstep fixtures generate: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  for (const NamedCase& c : cases) {
+    Fixture f;
+    f.id = c.id;
+    f.description = c.description + (c.claim.empty() ? "" : " Claim: " + c.claim);
+    f.semantics = c.semantics;
+    f.program = c.program;
+    f.program_json = program_to_json(c.program);
+    f.expected = run_on_oracle(c.program);
+    f.tags = merge_tags(feature_tags(c.program, &f.expected), c.tags);
+    f.provenance = provenance("named_case");
+    f.provenance.source = "conformance/cases/" + fs::path(c.file).filename().string();
+    all.push_back({"cases", std::move(f)});
+  }
+
+  // 2. Gradient-fed programs.
+  uint64_t config_seed = 1;
+  for (const GradFedConfig& c : grad_fed_configs()) {
+    // float32 for all; float64 too for a few (the arithmetic is the same, only the rounding differs).
+    static const std::set<std::string> with_f64 = {"sgd-momentum", "sgd-nesterov-weight-decay", "adam-lr",
+                                                   "adam-amsgrad", "adamw-weight-decay", "adam-grad-none-skip"};
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      if (dtype == DType::Float64 && !with_f64.count(c.name)) continue;
+      Fixture f;
+      f.id = fmt::format("grad-{}-{}", c.name, dtype == DType::Float32 ? "f32" : "f64");
+      f.description = "Gradient-fed (no autograd needed): " + c.description +
+                      ". Each backward feeds its explicit gradient into one parameter's grad.";
+      f.program = grad_fed_program(c, dtype, config_seed);
+      f.program_json = program_to_json(f.program);
+      f.expected = run_on_oracle(f.program);
+      f.tags = feature_tags(f.program, &f.expected);
+      f.semantics = c.semantics;
+      f.semantics.insert(f.semantics.begin(), "SEM-3.1");
+      f.provenance = provenance("gradient_fed");
+      all.push_back({"gradient_fed", std::move(f)});
+    }
+    ++config_seed;
+  }
+
+  // 3. Random programs, until every tag is covered `kTarget` times by random fixtures (or the budget ends).
+  constexpr int kTarget = 2;
+  std::map<std::string, int> random_count;
+  std::set<std::string> vocabulary;
+  for (const FeatureTagInfo& t : all_feature_tags()) vocabulary.insert(t.tag);
+  auto needed = [&](const std::vector<std::string>& tags) {
+    for (const std::string& t : tags)
+      if (vocabulary.count(t) && random_count[t] < kTarget) return true;
+    return false;
+  };
+  auto all_covered = [&] {
+    for (const std::string& t : vocabulary)
+      if (random_count[t] < kTarget) return false;
+    return true;
+  };
+  GenOptions plain;
+  plain.max_size = 30;
+  plain.max_actions = 12;
+  plain.max_params = 3;
+  plain.max_expr_depth = 3;
+  GenOptions special = plain;
+  special.special_values = true;
+  RandomPrograms plain_stream(args.seed, plain);
+  RandomPrograms special_stream(args.seed + 1, special);
+  int picked = 0;
+  std::set<std::string> ids;
+  for (uint64_t k = 0; k < args.max_candidates && picked < args.max_random && !all_covered(); ++k) {
+    const bool use_special = k % 8 == 7;
+    const uint64_t index = use_special ? k / 8 : k - k / 8;
+    Program p = (use_special ? special_stream : plain_stream).at(index).value();
+    ProgramSize size = program_size(p);
+    if (size.elements > 40 || size.actions > 14) continue;
+    std::vector<std::string> guess = feature_tags(p, nullptr);
+    guess.push_back("errors");
+    guess.push_back("grad_none_skip");
+    if (!needed(guess)) continue;
+    Trace trace = run_on_oracle(p);
+    std::vector<std::string> tags = feature_tags(p, &trace);
+    if (!needed(tags)) continue;
+    Fixture f;
+    f.program = p;
+    f.program_json = program_to_json(p);
+    f.id = content_id("rnd", f.program_json);
+    if (!ids.insert(f.id).second) continue;
+    f.expected = std::move(trace);
+    f.tags = tags;
+    f.semantics = semantics_for(tags);
+    f.description = fmt::format("Random program {} of seed {}{} ({}).", index, use_special ? args.seed + 1 : args.seed,
+                                use_special ? " with NaN/Inf values" : "", describe(size));
+    f.provenance = provenance("random");
+    f.provenance.seed = use_special ? args.seed + 1 : args.seed;
+    f.provenance.index = index;
+    f.provenance.special_values = use_special;
+    for (const std::string& t : tags) ++random_count[t];
+    all.push_back({"random", std::move(f)});
+    ++picked;
+  }
+
+  // Write, and remove what is no longer generated.
+  std::set<std::string> written;
+  try {
+    for (const Generated& g : all) {
+      const fs::path dir = fs::path(out) / "corpus" / g.folder;
+      fs::create_directories(dir);
+      const fs::path file = dir / (g.fixture.id + ".json");
+      const std::string text = format_fixture_json(fixture_to_json(g.fixture));
+      // Only rewrite changed files (keeps timestamps of unchanged ones).
+      std::ifstream in(file, std::ios::binary);
+      std::stringstream old;
+      if (in) old << in.rdbuf();
+      if (!in || old.str() != text) write_file_atomically(file.string(), text);
+      written.insert(fs::weakly_canonical(file).string());
+    }
+    for (const char* folder : {"cases", "gradient_fed", "random"}) {
+      const fs::path dir = fs::path(out) / "corpus" / folder;
+      if (!fs::is_directory(dir)) continue;
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".json" && !written.count(fs::weakly_canonical(e.path()).string())) {
+          fmt::print("removing {} (no longer generated)\n", e.path().string());
+          fs::remove(e.path());
+        }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep fixtures generate: " << e.what() << "\n";
+    return kExitInputError;
+  }
+
+  const std::string table = coverage_table(all);
+  const std::string readme = (fs::path(out) / "README.md").string();
+  if (!update_readme(readme, table))
+    fmt::print("note: {} has no <!-- coverage:begin --> / <!-- coverage:end --> markers; table not written\n", readme);
+  std::vector<std::string> uncovered;
+  for (const FeatureTagInfo& t : all_feature_tags())
+    if (random_count[t.tag] == 0) uncovered.push_back(t.tag);
+  fmt::print("generated {} fixtures in {}/corpus ({} random)\n", all.size(), out, picked);
+  if (!uncovered.empty()) {
+    fmt::print("random programs cover no fixture with: {}\n", fmt::join(uncovered, ", "));
+    return kExitDiscrepancies;
+  }
+  return kExitOk;
+}
+
+}  // namespace lockstep::tools

@@ -1,0 +1,259 @@
+// `lockstep replay`: an engine (in-process, or a driver command) against the golden fixtures, offline; and
+// `lockstep run --engine 'COMMAND'`: a driver against the oracle, live, on named cases and random programs.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "conformance/atomic_file.h"
+#include "conformance/external_driver.h"
+#include "conformance/fixture.h"
+#include "conformance/generators.h"
+#include "conformance/interpreter.h"
+#include "conformance/named_case.h"
+#include "conformance/program_json.h"
+#include "conformance/replay.h"
+#include "conformance/report.h"
+#include "tools/commands.h"
+#include "tools/commands_fixtures.h"
+#include "tools/engines.h"
+#include "tools/report_files.h"
+
+namespace lockstep::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool is_builtin_engine(const std::string& name) {
+  for (const std::string& n : engine_names())
+    if (n == name) return true;
+  return false;
+}
+
+// The reports of report.h, from replay results. A skipped case (the driver answered "unsupported") and an
+// expected failure are shown as "known" with their reason; an unexpected pass is a failure.
+RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std::string& oracle,
+                        const std::string& under_test, uint64_t seed,
+                        const std::function<std::string(const std::string&)>& reproduce) {
+  RunReport report;
+  report.oracle_engine = oracle;
+  report.under_test_engine = under_test;
+  report.seed = seed;
+  report.count = static_cast<int64_t>(results.size());
+  report.mode = RunMode::FreeRunning;  // no re-synchronisation in replay
+  for (const ReplayCaseResult& r : results) {
+    CaseReport c;
+    c.id = r.id;
+    c.duration_seconds = std::chrono::duration<double>(r.elapsed).count();
+    c.result.oracle_engine = oracle;
+    c.result.under_test_engine = under_test;
+    c.result.mode = RunMode::FreeRunning;
+    c.result.failed_at_setup = r.failed_at_setup;
+    c.result.failed_action = r.failed_action;
+    c.result.failed_action_name = r.failed_action_name;
+    c.result.differences = r.differences;
+    c.result.passed = r.status == ReplayStatus::Passed;
+    if (r.differences.empty() && !r.failure.empty())
+      c.result.engine_failure = r.failure + (r.stderr_excerpt.empty() ? "" : "\nstderr:\n" + r.stderr_excerpt);
+    switch (r.status) {
+      case ReplayStatus::Passed: c.status = CaseStatus::Passed; break;
+      case ReplayStatus::Failed: c.status = CaseStatus::Failed; break;
+      case ReplayStatus::ExpectedFailure:
+        c.status = CaseStatus::Known;
+        c.known_reason = fmt::format("expected failure ({}): {}", r.expected_category, r.expected_reason);
+        break;
+      case ReplayStatus::Skipped:
+        c.status = CaseStatus::Known;
+        c.result.passed = true;
+        c.known_reason = "skipped: the engine answered unsupported '" + r.skipped_feature + "'";
+        break;
+      case ReplayStatus::UnexpectedPass:
+        c.status = CaseStatus::Failed;
+        c.result.passed = false;
+        c.result.engine_failure = r.summary();
+        break;
+    }
+    if (c.status != CaseStatus::Passed) c.reproduce_command = reproduce(r.id);
+    report.cases.push_back(std::move(c));
+  }
+  return report;
+}
+
+void print_result(const ReplayCaseResult& r, bool verbose) {
+  const char* label = nullptr;
+  switch (r.status) {
+    case ReplayStatus::Passed: label = verbose ? "pass " : nullptr; break;
+    case ReplayStatus::Failed: label = "FAIL "; break;
+    case ReplayStatus::Skipped: label = "skip "; break;
+    case ReplayStatus::ExpectedFailure: label = "xfail"; break;
+    case ReplayStatus::UnexpectedPass: label = "XPASS"; break;
+  }
+  if (!label) return;
+  fmt::print("  {}  {}", label, r.id);
+  if (r.status != ReplayStatus::Passed) {
+    fmt::print(": {}", r.summary());
+    if (!r.failure_category.empty() && r.failure_category != "mismatch") fmt::print(" [{}]", r.failure_category);
+  }
+  fmt::print("\n");
+  if (r.status == ReplayStatus::Failed && !r.stderr_excerpt.empty()) {
+    std::string s = r.stderr_excerpt.substr(0, 1000);
+    fmt::print("        driver stderr: {}\n", s);
+  }
+}
+
+ReplayConfig load_config(const std::string& expected_failures_file, const std::string& tolerance_file) {
+  ReplayConfig config;
+  if (!expected_failures_file.empty()) config.expected_failures = read_expected_failures(expected_failures_file);
+  if (!tolerance_file.empty()) config.tolerance_overrides = read_tolerance_overrides(tolerance_file);
+  return config;
+}
+
+int finish(const std::vector<ReplayCaseResult>& results, const ReplayConfig& config, Clock::time_point t0,
+           const std::string& what) {
+  ReplaySummary s = summarise(results, config);
+  for (const std::string& p : s.stale_expectations)
+    fmt::print("  note: expected-failure entry '{}' matches no case\n", p);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  fmt::print("{}: {} passed, {} failed, {} skipped, {} expected failures, {} unexpected passes ({:.2f} s)\n", what,
+             s.passed, s.failed, s.skipped, s.expected_failures, s.unexpected_passes, secs);
+  return s.ok() ? kExitOk : kExitDiscrepancies;
+}
+
+}  // namespace
+
+int command_replay(const ReplayArgs& args) {
+  const auto t0 = Clock::now();
+  std::vector<Fixture> fixtures;
+  ReplayConfig config;
+  try {
+    fixtures = load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir);
+    config = load_config(args.expected_failures_file, args.tolerance_file);
+  } catch (const InputError& e) {
+    std::cerr << "lockstep replay: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  if (args.timeout_ms <= 0) {
+    std::cerr << "lockstep replay: --timeout-ms must be > 0\n";
+    return kExitInputError;
+  }
+
+  std::vector<ReplayCaseResult> results;
+  std::string engine_name = args.engine;
+  const bool builtin = is_builtin_engine(args.engine);
+  std::unique_ptr<ExternalDriver> driver;
+  if (!builtin) {
+    DriverOptions options;
+    options.timeout = std::chrono::milliseconds(args.timeout_ms);
+    driver = std::make_unique<ExternalDriver>(args.engine, options);
+  } else {
+    engine_name = make_engine(args.engine)->name();
+  }
+  for (const Fixture& f : fixtures) {
+    if (!args.only.empty() && !glob_match(args.only, f.id)) continue;
+    ReplayCaseResult r = builtin ? replay_in_process(f, [&] { return make_engine(args.engine); }, config)
+                                 : replay_on_driver(f, *driver, config);
+    print_result(r, args.verbose);
+    results.push_back(std::move(r));
+  }
+  if (results.empty()) {
+    std::cerr << "lockstep replay: no fixture matches --only " << args.only << "\n";
+    return kExitInputError;
+  }
+  std::string oracle = fixtures.front().expected.engine;
+  std::string prefix = fmt::format("lockstep replay --fixtures {} --engine {}",
+                                   shell_quote(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir),
+                                   shell_quote(args.engine));
+  if (!args.expected_failures_file.empty()) prefix += " --expected-failures " + shell_quote(args.expected_failures_file);
+  if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
+  try {
+    write_reports(args.report_dir, to_run_report(results, "fixtures of " + oracle, engine_name, 0,
+                                [&](const std::string& id) { return prefix + " --only " + shell_quote(id); }),
+                  "replay-report");
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep replay: cannot write the reports: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  if (driver && driver->starts() > 1) fmt::print("the driver was started {} times\n", driver->starts());
+  return finish(results, config, t0, fmt::format("replay of {} fixtures on {}", results.size(), engine_name));
+}
+
+int command_run_external(const RunExternalArgs& args) {
+  const auto t0 = Clock::now();
+  std::vector<NamedCase> cases;
+  ReplayConfig config;
+  try {
+    cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
+    config = load_config(args.expected_failures_file, args.tolerance_file);
+  } catch (const InputError& e) {
+    std::cerr << "lockstep run: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  DriverOptions options;
+  options.timeout = std::chrono::milliseconds(std::max<int64_t>(1, args.timeout_ms));
+  ExternalDriver driver(args.command, options);
+  std::vector<ReplayCaseResult> results;
+  std::string oracle_name;
+
+  auto run_one = [&](const std::string& id, const Program& program, const nlohmann::ordered_json& program_json) {
+    Fixture f;
+    f.id = id;
+    f.program = program;
+    f.program_json = program_json;
+    try {
+      auto oracle = make_engine("oracle");
+      oracle_name = oracle->name();
+      f.expected = run_program(program, *oracle);
+    } catch (const std::exception& e) {
+      ReplayCaseResult r;
+      r.id = id;
+      r.status = ReplayStatus::Failed;
+      r.failure_category = "oracle_exception";
+      r.failure = std::string("the oracle threw: ") + e.what();
+      print_result(r, false);
+      results.push_back(std::move(r));
+      return;
+    }
+    f.tags = feature_tags(program, &f.expected);
+    ReplayCaseResult r = replay_on_driver(f, driver, config);
+    print_result(r, false);
+    results.push_back(std::move(r));
+  };
+
+  for (const NamedCase& c : cases) {
+    if (!args.only_case.empty() && c.id != args.only_case) continue;
+    if (args.only_index >= 0) continue;
+    run_one(c.id, c.program, c.program_json);
+  }
+  if (args.only_case.empty()) {
+    GenOptions gen;
+    gen.max_size = args.max_size;
+    gen.special_values = args.special_values;
+    RandomPrograms programs(args.seed, gen);
+    for (int64_t i = 0; i < args.count; ++i) {
+      if (args.only_index >= 0 && i != args.only_index) continue;
+      Program p = programs.at(static_cast<uint64_t>(i)).value();
+      run_one(fmt::format("random-{}", i), p, program_to_json(p));
+    }
+  }
+  std::string prefix = fmt::format("lockstep run --engine {} --seed {} --count {} --max-size {}{}",
+                                   shell_quote(args.command), args.seed, args.count, args.max_size,
+                                   args.special_values ? " --special-values" : "");
+  try {
+    write_reports(args.report_dir, to_run_report(results, oracle_name, args.command, args.seed,
+                                [&](const std::string& id) {
+                                  if (id.rfind("random-", 0) == 0) return prefix + " --index " + id.substr(7);
+                                  return prefix + " --count 0 --case " + shell_quote(id);
+                                }),
+                  "report");
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  return finish(results, config, t0, fmt::format("{} programs on '{}' against {}", results.size(), args.command,
+                                                 oracle_name));
+}
+
+}  // namespace lockstep::tools

@@ -1,0 +1,53 @@
+// The fixture subcommands of `lockstep` (fixtures/README.md, fixtures/PROTOCOL.md):
+//   lockstep replay --fixtures DIR --engine impl|oracle|'COMMAND'   check an engine against the golden corpus
+//   lockstep fixtures generate [--out DIR]                          regenerate the corpus from the oracle
+// and the external-driver half of `lockstep run --engine 'COMMAND'` (a driver run live against the oracle on
+// the named cases and random programs).
+// Each returns the process exit code (commands.h): 0 success, 1 failures found, 2 usage or input error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lockstep::tools {
+
+struct ReplayArgs {
+  std::string fixtures_dir;              // empty: the shipped corpus (fixtures/corpus)
+  std::string engine = "impl";           // "impl", "oracle", or a driver command line (PROTOCOL.md)
+  std::string expected_failures_file;    // optional (replay.h format)
+  std::string tolerance_file;            // optional tolerance overrides (replay.h format)
+  std::string report_dir;                // empty: no report files
+  int64_t timeout_ms = 10000;            // per program, external drivers
+  std::string only;                      // a glob on fixture ids; empty: all
+  bool verbose = false;                  // a line per case, not only per failure
+};
+int command_replay(const ReplayArgs& args);
+
+struct FixturesGenerateArgs {
+  std::string out_dir;                   // empty: the source tree's fixtures/
+  uint64_t seed = 20240501;              // the random corpus's seed
+  int max_random = 120;                  // at most this many random fixtures
+  uint64_t max_candidates = 20000;       // random programs looked at before giving up on a tag
+};
+int command_fixtures_generate(const FixturesGenerateArgs& args);
+
+// `lockstep run --engine 'COMMAND'`: the named cases and `count` random programs (seed, max_size), each run on
+// the oracle and sent to the driver; traces compared record by record (no re-synchronisation is possible over
+// the protocol). Reports like `lockstep replay`.
+struct RunExternalArgs {
+  std::string command;
+  std::string cases_dir;                 // empty: the shipped named cases
+  int64_t count = 100;
+  uint64_t seed = 1;
+  int max_size = 30;
+  bool special_values = false;
+  std::string report_dir = ".";
+  std::string expected_failures_file;
+  std::string tolerance_file;
+  int64_t timeout_ms = 10000;
+  std::string only_case;
+  int64_t only_index = -1;
+};
+int command_run_external(const RunExternalArgs& args);
+
+}  // namespace lockstep::tools

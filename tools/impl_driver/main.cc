@@ -1,0 +1,74 @@
+// lockstep-impl-driver: impl (the clean-room implementation) as a driver speaking fixtures/PROTOCOL.md.
+//
+// Reads one request per line on stdin, {"id": ID, "program": PROGRAM}, runs the program on a fresh impl
+// engine and writes {"id": ID, "trace": TRACE} on one line of stdout, flushed, in order; exits 0 at end of
+// input. A request it cannot read is a protocol error: it names the problem on stderr and exits 2 (the
+// harness reports that case as failed and restarts the driver for the next one).
+//
+//   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
+//   lockstep-impl-driver --unsupported amsgrad      # answers "unsupported" for programs tagged amsgrad
+//
+// Options (for tests of the harness): --unsupported TAG (repeatable) answers {"unsupported": TAG} for any
+// program whose feature tags (conformance/fixture.h) include TAG.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "conformance/fixture.h"
+#include "conformance/interpreter.h"
+#include "conformance/json_reader.h"
+#include "conformance/program_json.h"
+#include "conformance/trace_json.h"
+#include "impl/engine_adapter.h"
+
+int main(int argc, char** argv) {
+  using namespace lockstep;
+  std::vector<std::string> unsupported;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--unsupported") == 0 && i + 1 < argc) {
+      unsupported.push_back(argv[++i]);
+    } else {
+      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]...\n"
+                   "Speaks the lockstep driver protocol (fixtures/PROTOCOL.md) on stdin/stdout.\n";
+      return 2;
+    }
+  }
+  std::ios::sync_with_stdio(false);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    std::string id;
+    Program program;
+    try {
+      nlohmann::ordered_json request = parse_json_text(line, 512);
+      JsonObjectReader r(request, "", "a request");
+      id = r.string("id");
+      const nlohmann::ordered_json& program_json = r.required("program");
+      r.finish(false);
+      program = program_from_json(program_json);
+    } catch (const ProgramError& e) {
+      std::cerr << "lockstep-impl-driver: request " << id << ": /program" << e.path() << ": " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "lockstep-impl-driver: bad request: " << e.what() << "\n";
+      return 2;
+    }
+    nlohmann::ordered_json answer;
+    answer["id"] = id;
+    std::string skip;
+    if (!unsupported.empty()) {
+      for (const std::string& tag : feature_tags(program))
+        for (const std::string& u : unsupported)
+          if (tag == u && skip.empty()) skip = u;
+    }
+    if (!skip.empty()) {
+      answer["unsupported"] = skip;
+    } else {
+      std::unique_ptr<Engine> engine = make_impl_engine();
+      answer["trace"] = trace_to_json(run_program(program, *engine));
+    }
+    std::cout << answer.dump() << "\n" << std::flush;
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+#include "tools/report_files.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "conformance/atomic_file.h"
+
+namespace lockstep::tools {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+void write_reports(const std::string& dir, const RunReport& report, const std::string& stem) {
+  if (dir.empty()) return;
+  std::filesystem::create_directories(dir);
+  write_file_atomically(dir + "/" + stem + ".md", report_markdown(report));
+  write_file_atomically(dir + "/" + stem + ".json", report_json_text(report));
+  write_file_atomically(dir + "/" + stem + ".xml", report_junit(report));
+  fmt::print("reports: {0}/{1}.md, {0}/{1}.json, {0}/{1}.xml\n", dir, stem);
+}
+
+}  // namespace lockstep::tools
