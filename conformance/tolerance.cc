@@ -457,16 +457,20 @@ void backward_scales(std::vector<Node>& nodes, const std::vector<double>& seed, 
       case Op::Tanh: {
         const Node& a = child(0);
         elementwise(0, [&](size_t j) {
+          // 1 - t*t is computed from the rounded output t: near saturation it cancels, and one ULP of t
+          // (LibTorch's vectorised tanh and libm's differ by that much) moves it by ~2t*ulp(t). Its
+          // operands 1 and t*t set the scale.
           const double t = n.v[j];
-          return (1 - t * t) * (1 + 2 * std::fabs(t) * a.b[j]);
+          return std::max((1 - t * t) * (1 + 2 * std::fabs(t) * a.b[j]), 1 + t * t);
         });
         break;
       }
       case Op::Sigmoid: {
         const Node& a = child(0);
         elementwise(0, [&](size_t j) {
+          // s * (1 - s) from the rounded output s: 1 - s cancels as s -> 1, so its operands set the scale.
           const double s = n.v[j];
-          return s * (1 - s) * (1 + std::fabs(1 - 2 * s) * a.b[j]);
+          return std::max(s * (1 - s) * (1 + std::fabs(1 - 2 * s) * a.b[j]), s * (1 + s));
         });
         break;
       }

@@ -1,0 +1,150 @@
+// The command line as a user meets it: exit codes, messages that name the file and the JSON pointer,
+// outputs, reports. Runs the built `lockstep` binary.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(LOCKSTEP_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string source(const std::string& rel) { return std::string(LOCKSTEP_SOURCE_DIR) + "/" + rel; }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(Cli, HelpExitsZeroAndListsSubcommands) {
+  Result r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* sub : {"run", "trace", "replay", "fixtures"}) EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run("").exit_code, 2);
+  EXPECT_EQ(run("frobnicate").exit_code, 2);
+  EXPECT_EQ(run("run --count -3").exit_code, 2);
+  EXPECT_EQ(run("run --max-size 101").exit_code, 2);
+  EXPECT_EQ(run("trace").exit_code, 2);
+  EXPECT_EQ(run("trace x.json --engine pytorch").exit_code, 2);
+}
+
+// Every bad program file: exit 2, one message naming the file and the JSON pointer, nothing on stdout but it.
+TEST(Cli, BadProgramsNameTheFileAndPointer) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"invalid_json.json", "line 3"},
+      {"unknown_op.json", "/actions/0/loss/args/0/op"},
+      {"unknown_action.json", "/actions/1/action"},
+      {"unknown_param.json", "/loss/args/0/args/1/name"},
+      {"wrong_value_count.json", "/params/0/values"},
+      {"shape_mismatch.json", "/loss/args/0"},
+      {"too_many_elements.json", "/params/1/shape"},
+      {"too_deep.json", "/loss/args/0"},
+      {"negative_index.json", "/loss/targets/1"},
+      {"non_integer_index.json", "/loss/args/0/indices/1"},
+      {"unknown_field.json", "/actions/0/no_grda"},
+  };
+  for (const auto& [file, pointer] : cases) {
+    std::string path = source("conformance/testdata/bad/" + file);
+    for (const char* engine : {"oracle", "impl"}) {
+      Result r = run("trace " + path + " --engine " + engine);
+      EXPECT_EQ(r.exit_code, 2) << file << "\n" << r.out;
+      EXPECT_NE(r.out.find(path), std::string::npos) << file << ": message does not name the file:\n" << r.out;
+      EXPECT_NE(r.out.find(pointer), std::string::npos) << file << ": message does not name " << pointer << ":\n"
+                                                        << r.out;
+      EXPECT_EQ(r.out.find("c10::Error"), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+    }
+  }
+}
+
+TEST(Cli, MissingProgramFileExitsTwo) {
+  Result r = run("trace /nonexistent/p.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("/nonexistent/p.json"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TracePrintsJsonWithARecordPerAction) {
+  std::string path = source("conformance/cases/tut003-repeated-backward-accumulates.json");
+  fs::path dir = temp_dir("trace");
+  nlohmann::json c = nlohmann::json::parse(read_file(path));
+  std::ofstream(dir / "p.json") << c["program"].dump();
+  for (const char* engine : {"oracle", "impl"}) {
+    Result r = run("trace " + (dir / "p.json").string() + " --engine " + engine + " 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    nlohmann::json t = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    ASSERT_EQ(t["records"].size(), c["program"]["actions"].size());
+    EXPECT_EQ(t["records"][9]["params"]["x"]["grad"]["values"], nlohmann::json::parse("[10, 20, 30]")) << engine;
+  }
+  Result table = run("trace " + (dir / "p.json").string() + " --table 2>/dev/null");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("#9 backward"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("grad [10, 20, 30]"), std::string::npos) << table.out;
+}
+
+TEST(Cli, RunNamedCasesOnBothEngines) {
+  fs::path dir = temp_dir("named");
+  for (const char* engine : {"oracle", "impl"}) {
+    Result r = run(std::string("run --engine ") + engine + " --count 0 --report-dir " + dir.string());
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("named cases"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, UnknownNamedCaseExitsTwo) {
+  EXPECT_EQ(run("run --count 0 --case no-such-case").exit_code, 2);
+}
+
+// The same seed gives byte-identical reports; the JUnit report is written; no temporary files are left.
+TEST(Cli, SameSeedSameReportBytes) {
+  fs::path a = temp_dir("seed-a"), b = temp_dir("seed-b");
+  Result ra = run("run --engine impl --count 200 --seed 99 --report-dir " + a.string());
+  Result rb = run("run --engine impl --count 200 --seed 99 --report-dir " + b.string());
+  ASSERT_EQ(ra.exit_code, rb.exit_code) << ra.out << rb.out;
+  for (const char* f : {"lockstep-report.md", "lockstep-report.json", "lockstep-report.xml"}) {
+    ASSERT_TRUE(fs::exists(a / f)) << f;
+    EXPECT_EQ(read_file(a / f), read_file(b / f)) << f;
+  }
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(a)) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 3u) << "temporary files left behind";
+}
+
+}  // namespace
