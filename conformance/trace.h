@@ -29,6 +29,7 @@ inline constexpr const char* kNonscalarBackward = "nonscalar_backward";         
 inline constexpr const char* kNonLeafParameter = "non_leaf_parameter";             // SEM-7.3
 inline constexpr const char* kDuplicateParameter = "duplicate_parameter";          // SEM-7.4
 inline constexpr const char* kGradientShape = "gradient_shape";    // explicit gradient does not fit
+inline constexpr const char* kInplaceModified = "inplace_modified";  // a saved tensor changed in place (Adam step)
 inline constexpr const char* kNoOptimizer = "no_optimizer";        // step/zero_grad/... without one
 inline constexpr const char* kNoOutput = "no_output";              // backward before any forward
 inline constexpr const char* kNoSuchGroup = "no_such_group";       // set_options on a missing group

@@ -183,6 +183,81 @@ TEST(Adam, AmsgradTurnedOnAfterStateExistsFailsLikeLibTorch) {
   EXPECT_FALSE(s->max_exp_avg_sq.defined());
 }
 
+TEST(AdamW, AmsgradTurnedOnAfterStateExistsDecaysThenFailsLikeLibTorch) {
+  // Black-box, LibTorch 1.13 (float32 and float64, deterministic): AdamW's decay of p is applied before the
+  // step fails; the moments update (fused), the step counts, the rest of p's update is not done.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor p = make_param({0.5, -1.5}, dtype);
+    set_grad(p, {0.25, 3.0});
+    AdamW adamw({p}, AdamWOptions(1e-3).set_weight_decay(0.1));
+    adamw.step();
+    const std::vector<double> after_first = p.to_values();
+    const std::vector<double> m1 = adamw.state_of(p)->exp_avg.to_values();
+    adamw.group_options(0).amsgrad = true;
+    EXPECT_THROW(adamw.step(), Error);
+    const AdamParamState* s = adamw.state_of(p);
+    EXPECT_EQ(s->step, 2);
+    EXPECT_FALSE(s->max_exp_avg_sq.defined());
+    for (int i = 0; i < 2; ++i) {
+      if (dtype == DType::Float32) {
+        const float decayed = static_cast<float>(after_first[i]) * static_cast<float>(1 - 1e-3 * 0.1);
+        EXPECT_EQ(p.at(i), decayed);
+        const float g = static_cast<float>(i == 0 ? 0.25 : 3.0);
+        EXPECT_EQ(s->exp_avg.at(i), std::fma(static_cast<float>(1 - 0.9), g, static_cast<float>(m1[i]) * 0.9f));
+      } else {
+        EXPECT_EQ(p.at(i), after_first[i] * (1 - 1e-3 * 0.1));
+      }
+    }
+  }
+}
+
+TEST(Adam, ParamInTwoGroupsOnlyTheSecondWithAmsgradFailsAfterTheFirstUpdate) {
+  // Black-box, LibTorch 1.13: the first group steps p normally and creates its state without
+  // max_exp_avg_sq; the second (amsgrad) counts a second step, updates the moments, and throws.
+  Tensor p = make_param({0.5});
+  set_grad(p, {0.25});
+  AdamOptions with_amsgrad;
+  with_amsgrad.set_amsgrad(true);
+  Adam adam({ParamGroup({p}), ParamGroup({p}, with_amsgrad)});
+  RefAdam ref{1e-3, 0.9, 0.999, 1e-8, 0};
+  const double expected = ref.update(0.5, 0.25);
+  try {
+    adam.step();
+    ADD_FAILURE() << "expected a throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind, "other");
+    EXPECT_NE(std::string(e.what()).find("Expected a proper Tensor but got None"), std::string::npos);
+  }
+  EXPECT_EQ(adam.state_of(p)->step, 2);
+  EXPECT_DOUBLE_EQ(p.at(0), expected);
+}
+
+// Versions (autograd.h): black-box, LibTorch 1.13's Adam step bumps p's version once, AdamW's twice with
+// weight decay (its decay is a separate in-place op) and once without; even with lr 0.
+TEST(Adam, Sem2_5_StepBumpsTheVersion) {
+  Tensor p = make_param({0.5});
+  set_grad(p, {0.25});
+  Adam adam({p}, AdamOptions(0.0));
+  const uint64_t v0 = p.version();
+  adam.step();
+  EXPECT_EQ(p.version(), v0 + 1);
+}
+
+TEST(AdamW, Sem2_5_StepBumpsTheVersionTwiceWithWeightDecay) {
+  Tensor p = make_param({0.5});
+  set_grad(p, {0.25});
+  AdamW with_decay({p}, AdamWOptions(1e-3).set_weight_decay(0.01));
+  uint64_t v0 = p.version();
+  with_decay.step();
+  EXPECT_EQ(p.version(), v0 + 2);
+  Tensor q = make_param({0.5});
+  set_grad(q, {0.25});
+  AdamW without({q}, AdamWOptions(1e-3).set_weight_decay(0));
+  v0 = q.version();
+  without.step();
+  EXPECT_EQ(q.version(), v0 + 1);
+}
+
 TEST(Adam, Sem7_4_ParamTwiceInOneGroupStepsTwice) {
   Tensor p = make_param({1});
   set_grad(p, {1});
@@ -192,9 +267,10 @@ TEST(Adam, Sem7_4_ParamTwiceInOneGroupStepsTwice) {
 }
 
 // The float32 contract: one rounding per op of the box, scalars converted to float where used, bias
-// corrections and lr / bc1 and sqrt(bc2) in double. The final line is read as the box writes it:
-// p - ((lr / bc1) * exp_avg) / denom.
-void expect_float32_matches_op_by_op(bool adamw, bool amsgrad) {
+// corrections and lr / bc1 and sqrt(bc2) in double; the L2 term and the two moment lines fused like
+// LibTorch's (std::fma; black-box measurement in adam.cc). The final line is read as the box writes it:
+// p - ((lr / bc1) * exp_avg) / denom, separately rounded.
+void expect_float32_matches_fused_ops(bool adamw, bool amsgrad) {
   const std::vector<double> p0 = {0.1, -3.7, 1e-3, 12345.678, -0.333, 7e-8, 2.5};
   const std::vector<std::vector<double>> grads = {{0.3, 1.1, -2e-4, 0.77, 5.5, -1e-9, 0},
                                                   {-0.7, 0.01, 3.3, -0.9, 2.2, 4e-7, 0},
@@ -221,13 +297,12 @@ void expect_float32_matches_op_by_op(bool adamw, bool amsgrad) {
       if (adamw) {
         param = param * static_cast<float>(1 - lr * wd);
       } else {
-        float decay = static_cast<float>(wd) * param;
-        g = g + decay;
+        g = std::fma(static_cast<float>(wd), param, g);
       }
-      float mk = M[i] * static_cast<float>(b1), ma = static_cast<float>(1 - b1) * g;
-      M[i] = mk + ma;
-      float vk = V[i] * static_cast<float>(b2), vs = static_cast<float>(1 - b2) * g, va = vs * g;
-      V[i] = vk + va;
+      float mk = M[i] * static_cast<float>(b1);
+      M[i] = std::fma(static_cast<float>(1 - b1), g, mk);
+      float vk = V[i] * static_cast<float>(b2), vs = static_cast<float>(1 - b2) * g;
+      V[i] = std::fma(vs, g, vk);
       float second = V[i];
       if (amsgrad) second = VM[i] = std::max(VM[i], V[i]);
       float root = std::sqrt(second);
@@ -241,10 +316,10 @@ void expect_float32_matches_op_by_op(bool adamw, bool amsgrad) {
   }
 }
 
-TEST(Adam, Sem1_3_Float32RoundsLikeTheOpByOpForm) { expect_float32_matches_op_by_op(false, false); }
-TEST(Adam, Sem1_3_Float32RoundsLikeTheOpByOpFormAmsgrad) { expect_float32_matches_op_by_op(false, true); }
-TEST(AdamW, Sem1_3_Float32RoundsLikeTheOpByOpForm) { expect_float32_matches_op_by_op(true, false); }
-TEST(AdamW, Sem1_3_Float32RoundsLikeTheOpByOpFormAmsgrad) { expect_float32_matches_op_by_op(true, true); }
+TEST(Adam, Sem1_3_Float32RoundsLikeLibTorchsFusedOps) { expect_float32_matches_fused_ops(false, false); }
+TEST(Adam, Sem1_3_Float32RoundsLikeLibTorchsFusedOpsAmsgrad) { expect_float32_matches_fused_ops(false, true); }
+TEST(AdamW, Sem1_3_Float32RoundsLikeLibTorchsFusedOps) { expect_float32_matches_fused_ops(true, false); }
+TEST(AdamW, Sem1_3_Float32RoundsLikeLibTorchsFusedOpsAmsgrad) { expect_float32_matches_fused_ops(true, true); }
 
 TEST(Adam, Sem1_3_LongParamUsesTheVectorisedPathToo) {
   // 1003 elements: vector body plus a scalar tail; every element must equal the 7-element case's numbers.

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "impl/mutants.h"
 #include "impl/ops.h"
 
 namespace lockstep::impl {
@@ -31,6 +32,10 @@ bool should_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+bool input_needs_grad(const Tensor& input) {
+  return grad_mode && input.defined() && input.requires_grad();
+}
+
 Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor> saved,
               bool saves, Node::BackwardFn backward) {
   if (!should_record(inputs)) return output;
@@ -47,6 +52,8 @@ Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs
     node->inputs.push_back(std::move(edge));
   }
   node->saved = std::move(saved);
+  node->saved_versions.reserve(node->saved.size());
+  for (const Tensor& t : node->saved) node->saved_versions.push_back(t.defined() ? t.version() : 0);
   node->saves_tensors = saves;
   node->backward = std::move(backward);
   output.set_requires_grad(true);
@@ -93,6 +100,14 @@ void accumulate_into_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor incomi
     } else {
       param.set_grad(incoming.clone());  // SEM-3.1: never alias a tensor the caller holds
     }
+  } else if (mutant_active(Mutant::BackwardOverwrites)) {  // mutant (SEM-3.2): the old grad is lost
+    if (create_graph) param.set_grad(ops::clone(incoming));
+    else grad.copy_values_from(incoming);
+  } else if (mutant_active(Mutant::AccumulateOutOfPlace) && !create_graph) {  // mutant (SEM-3.2)
+    param.set_grad(ops::add(grad, incoming));
+  } else if (mutant_active(Mutant::AccumulateInPlaceCreateGraph) && create_graph) {  // mutant (SEM-3.3)
+    NoGradGuard values_only;
+    ops::add_in_place(grad, incoming);
   } else if (!create_graph) {
     ops::add_in_place(grad, incoming);  // SEM-3.2: grad += incoming, identity kept
   } else {
@@ -113,6 +128,21 @@ Tensor sum_contributions(const Tensor& a, Tensor b) {
               "have already been freed). Saved intermediate values of the graph are freed when you call "
               ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
               "graph a second time or if you need to access saved tensors after calling backward.");
+}
+
+// A saved tensor changed in place since it was saved: LibTorch's message, with its type and versions.
+void check_saved_versions(const Node& node) {
+  for (size_t i = 0; i < node.saved.size() && i < node.saved_versions.size(); ++i) {
+    const Tensor& t = node.saved[i];
+    if (!t.defined() || t.version() == node.saved_versions[i]) continue;
+    std::string type = t.dtype() == DType::Float32 ? "CPUFloatType" : "CPUDoubleType";
+    throw Error(autograd_error::kInplaceModified,
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                "operation: [" + type + " " + shape_string(t.shape()) + "] is at version " +
+                    std::to_string(t.version()) + "; expected version " + std::to_string(node.saved_versions[i]) +
+                    " instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+                    "gradient, with torch.autograd.set_detect_anomaly(True).");
+  }
 }
 
 // The root's gradient: the explicit one, checked against the output, or implicit ones (SEM-2.4).
@@ -193,6 +223,7 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
     std::vector<Tensor> input_grads;
     if (grad_out.defined()) {
       if (node->saves_tensors && node->saved_freed) throw_freed(*node);  // SEM-2.5
+      check_saved_versions(*node);  // black-box: after the freed check
       input_grads = node->backward(*node, grad_out);
       if (input_grads.size() != node->inputs.size()) {
         throw Error(autograd_error::kOther, "internal: " + node->name + " returned " +
@@ -201,7 +232,7 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
       }
     }
     grad_out = Tensor();  // so that a grad passed straight through is owned by its receivers only
-    if (!retain_graph) {  // SEM-2.5: free what the node saved
+    if (!retain_graph && !mutant_active(Mutant::RetainGraphIgnored)) {  // SEM-2.5: free what the node saved
       node->saved.clear();
       node->saved_freed = true;
     }
@@ -217,7 +248,8 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
       } else if (edge.leaf) {
         TensorImpl* leaf = edge.leaf.get();
         Tensor& slot = leaf_grads[leaf];
-        slot = sum_contributions(slot, std::move(g));
+        if (!(mutant_active(Mutant::TiedParamCountedOnce) && slot.defined()))  // mutant (SEM-2.6): first only
+          slot = sum_contributions(slot, std::move(g));
         if (--leaf_dependencies[leaf] == 0) {
           Tensor total = std::move(slot);
           leaf_grads.erase(leaf);

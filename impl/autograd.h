@@ -31,6 +31,7 @@ inline constexpr const char* kBackwardThroughFreedGraph = "backward_through_free
 inline constexpr const char* kNoGradFn = "no_grad_fn";                                     // SEM-2.3
 inline constexpr const char* kNonscalarBackward = "nonscalar_backward";                    // SEM-2.4
 inline constexpr const char* kGradientShape = "gradient_shape";  // explicit gradient unlike the output
+inline constexpr const char* kInplaceModified = "inplace_modified";  // a saved tensor changed in place
 inline constexpr const char* kOther = "other";                   // bad operands of an op
 }  // namespace autograd_error
 
@@ -85,7 +86,9 @@ struct Node : std::enable_shared_from_this<Node> {
   std::string name;            // "MulBackward", ... (for messages and tests)
   uint64_t sequence_nr = 0;    // creation order: later nodes run first among the ready ones
   std::vector<Edge> inputs;    // one per input of the op
-  std::vector<Tensor> saved;   // tensors the backward needs (SEM-2.5: only the ops that save)
+  std::vector<Tensor> saved;   // tensors the backward needs (SEM-2.5: only the ops that save); an undefined
+                               // entry = a slot the backward does not need (its input's grad is not needed)
+  std::vector<uint64_t> saved_versions;  // saved[i].version() when saved (set by record())
   bool saves_tensors = false;  // whether this op saves tensors at all (the saved list may be empty)
   bool saved_freed = false;    // set by a backward without retain_graph (SEM-2.5)
   BackwardFn backward;
@@ -96,8 +99,15 @@ struct Node : std::enable_shared_from_this<Node> {
 // Whether an op on `inputs` records a node now (SEM-2.2): grad mode is on and some input requires grad.
 bool should_record(const std::vector<Tensor>& inputs);
 
+// Whether input `i` of an op on `inputs` will need its grad (it requires grad and grad mode is on): an op
+// saves an operand only when the grad of some input that requires grad needs it (black-box, LibTorch 1.13:
+// mul(p, c) saves c only, so a step changing p does not fail a retained graph; linear with only the bias
+// requiring grad saves nothing and can be backpropagated twice).
+bool input_needs_grad(const Tensor& input);
+
 // Makes `output` the result of a recorded op when should_record(inputs): gives it a Node named `name`
-// with edges to `inputs`, the `saved` tensors (saves_tensors = `saves`), and `backward`; output then
+// with edges to `inputs`, the `saved` tensors (saves_tensors = `saves`; their versions are recorded now,
+// see TensorImpl::version), and `backward`; output then
 // requires grad and has that grad_fn. Otherwise output is left as it is (no grad, no grad_fn).
 // Returns output.
 Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor> saved,
@@ -123,6 +133,9 @@ Tensor saved_output(const Node& self);
 // output. `retain_graph` false frees every saved tensor of the nodes run; running a node again whose saved
 // tensors were freed throws backward_through_freed_graph (SEM-2.5). `create_graph` records the backward
 // itself, and accumulation into a defined grad is then out of place (SEM-3.3).
+// A node whose saved tensor was changed in place since it was saved (its version moved: an Adam/AdamW step
+// of a saved parameter) throws inplace_modified when it runs, like LibTorch's "one of the variables needed
+// for gradient computation has been modified by an inplace operation"; the freed check comes first.
 // An output that is a leaf requiring grad receives `gradient` (copied) into its own .grad.
 // Order (observable when a node fails half-way, SEM-2.5): among the nodes whose contributions are all in,
 // the most recently created runs first; a leaf is accumulated into as soon as its last contribution arrives.

@@ -286,5 +286,120 @@ TEST(Autograd, GradModeGuardRestores) {
   EXPECT_TRUE(grad_mode_enabled());
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Saved tensors only when needed, and their versions (black-box, LibTorch 1.13; see autograd.h).
+
+Tensor constant(const V& values, const Shape& shape) { return Tensor::from_values(DType::Float64, shape, values); }
+
+TEST(Autograd, SEM_2_5_LinearWithOnlyTheBiasRequiringGradSavesNothing) {
+  Tensor b = param({0});
+  Tensor y = ops::sum(ops::linear(constant({0}, {1, 1}), constant({0}, {1, 1}), b));
+  backward(y);
+  EXPECT_EQ(error_kind_of([&] { backward(y); }), "");  // the oracle's second backward succeeds
+  EXPECT_EQ(b.grad().at(0), 2);
+}
+
+TEST(Autograd, SEM_2_5_LinearWithTheWeightRequiringGradStillSaves) {
+  Tensor w = constant({0.5}, {1, 1});
+  w.set_requires_grad(true);
+  Tensor y = ops::sum(ops::linear(constant({1}, {1, 1}), w, param({0})));
+  backward(y);
+  EXPECT_EQ(error_kind_of([&] { backward(y); }), "backward_through_freed_graph");
+}
+
+// Runs backward(retain) of f(p), an in-place change of p (as an Adam step makes), and a second backward:
+// the kind it throws ("" for none).
+template <class F>
+std::string kind_after_inplace_change(F f) {
+  Tensor p = param({0.5, 1.5});
+  Tensor y = f(p);
+  backward(y, nullptr, /*retain_graph=*/true);
+  p.bump_version();
+  return error_kind_of([&] { backward(y); });
+}
+
+TEST(Autograd, SEM_2_5_SavedOperandChangedInPlaceFailsTheBackward) {
+  const Tensor c = constant({2, 3}, {2});
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::square(p)); }), "inplace_modified");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::mul(p, p)); }), "inplace_modified");
+  EXPECT_EQ(kind_after_inplace_change([&](const Tensor& p) { return ops::sum(ops::div(c, p)); }), "inplace_modified");
+  EXPECT_EQ(kind_after_inplace_change([&](const Tensor& p) { return ops::mse_loss(p, c); }), "inplace_modified");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::log(p)); }), "inplace_modified");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::abs(p)); }), "inplace_modified");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::pow_scalar(p, 3)); }),
+            "inplace_modified");
+}
+
+TEST(Autograd, SEM_2_5_OperandNotNeededByAnyGradIsNotSaved) {
+  // mul(p, c) and mul(c, p) need only c; div(p, c) only c; exp, tanh, sigmoid, relu save their output.
+  const Tensor c = constant({2, 3}, {2});
+  EXPECT_EQ(kind_after_inplace_change([&](const Tensor& p) { return ops::sum(ops::mul(p, c)); }), "");
+  EXPECT_EQ(kind_after_inplace_change([&](const Tensor& p) { return ops::sum(ops::mul(c, p)); }), "");
+  EXPECT_EQ(kind_after_inplace_change([&](const Tensor& p) { return ops::sum(ops::div(p, c)); }), "");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::exp(p)); }), "");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::tanh(p)); }), "");
+  EXPECT_EQ(kind_after_inplace_change([](const Tensor& p) { return ops::sum(ops::relu(p)); }), "");
+}
+
+TEST(Autograd, SEM_2_5_MatmulLinearAndEmbeddingSaveWhatTheGradsNeed) {
+  for (int which = 0; which < 5; ++which) {
+    Tensor p = Tensor::from_values(DType::Float64, {2, 2}, {0.5, 1.5, -1, 2});
+    p.set_requires_grad(true);
+    const Tensor c = constant({1, 2, 3, 4}, {2, 2});
+    Tensor y;
+    switch (which) {
+      case 0: y = ops::sum(ops::matmul(p, c)); break;      // saves c only
+      case 1: y = ops::sum(ops::matmul(p, p)); break;      // saves p
+      case 2: y = ops::sum(ops::linear(c, p)); break;      // the weight's grad needs x = c only
+      case 3: y = ops::sum(ops::linear(p, p)); break;      // saves p
+      case 4: y = ops::sum(ops::embedding(p, {0, 1, 1})); break;  // saves its weight
+    }
+    backward(y, nullptr, true);
+    p.bump_version();
+    const bool fails = which == 1 || which == 3 || which == 4;
+    EXPECT_EQ(error_kind_of([&] { backward(y); }), fails ? "inplace_modified" : "") << which;
+  }
+}
+
+TEST(Autograd, SEM_2_5_FreedCheckComesBeforeTheVersionCheck) {
+  Tensor p = param({0.5});
+  Tensor y = ops::sum(ops::square(p));
+  backward(y);
+  p.bump_version();
+  EXPECT_EQ(error_kind_of([&] { backward(y); }), "backward_through_freed_graph");
+}
+
+TEST(Autograd, SEM_2_5_InplaceModifiedMessageIsLibTorchs) {
+  Tensor p = Tensor::from_values(DType::Float32, {2}, {0.5, 1.5});
+  p.set_requires_grad(true);
+  Tensor y = ops::sum(ops::square(p));
+  backward(y, nullptr, true);
+  p.bump_version();
+  try {
+    backward(y);
+    FAIL() << "expected a throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind, autograd_error::kInplaceModified);
+    EXPECT_EQ(std::string(e.what()).rfind("one of the variables needed for gradient computation has been modified by "
+                                          "an inplace operation: [CPUFloatType [2]] is at version 1; expected "
+                                          "version 0 instead.", 0),
+              0u)
+        << e.what();
+  }
+}
+
+TEST(Autograd, VersionsMoveOnInPlaceChangesOnly) {
+  Tensor x = param({1, 2});
+  const uint64_t v0 = x.version();
+  x.set_at(0, 5);  // the harness's writes (re-synchronising values) are not in-place ops of a program
+  EXPECT_EQ(x.version(), v0);
+  x.zero_();
+  EXPECT_EQ(x.version(), v0 + 1);
+  ops::add_in_place(x, constant({1, 1}, {2}));
+  EXPECT_EQ(x.version(), v0 + 2);
+  Tensor alias = x;
+  EXPECT_EQ(alias.version(), x.version());  // one counter per tensor, shared by its handles
+}
+
 }  // namespace
 }  // namespace lockstep::impl

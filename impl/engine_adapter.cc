@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "impl/adam.h"
 #include "impl/adamw.h"
 #include "impl/autograd.h"
+#include "impl/mutants.h"
 #include "impl/ops.h"
 #include "impl/optimizer.h"
 #include "impl/sgd.h"
@@ -167,9 +169,35 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
 
 // ---------------------------------------------------------------------------------------------------------
 
+// Mutant GroupOptionsInheritDefaults (mutants.h, SEM-7.1 [2.x]): the group's fields over the defaults'.
+OptimizerOptions over_defaults(const OptimizerOptions& defaults, const OptimizerOptions& given) {
+  OptimizerOptions merged = defaults;
+  if (given.lr) merged.lr = given.lr;
+  if (given.momentum) merged.momentum = given.momentum;
+  if (given.dampening) merged.dampening = given.dampening;
+  if (given.nesterov) merged.nesterov = given.nesterov;
+  if (given.weight_decay) merged.weight_decay = given.weight_decay;
+  if (given.betas) merged.betas = given.betas;
+  if (given.eps) merged.eps = given.eps;
+  if (given.amsgrad) merged.amsgrad = given.amsgrad;
+  return merged;
+}
+
 class ImplEngine : public Engine {
  public:
-  std::string name() const override { return "impl"; }
+  explicit ImplEngine(impl::Mutant mutant = impl::Mutant::None) : mutant_(mutant) {}
+
+  std::string name() const override {
+    return mutant_ == impl::Mutant::None ? "impl" : std::string("impl+") + impl::mutant_name(mutant_);
+  }
+
+  // Every Engine method below runs its body through guarded(); this member shadows the free function so
+  // that the body runs with this engine's mutant selected on the thread (mutants.h) and with no other.
+  template <class Body>
+  auto guarded(Body&& body) -> decltype(body()) {
+    impl::MutantScope scope(mutant_);
+    return lockstep::guarded(std::forward<Body>(body));
+  }
 
   void add_parameter(const ParamSpec& spec) override {
     guarded([&] {
@@ -185,6 +213,7 @@ class ImplEngine : public Engine {
 
   void make_optimizer(const OptimizerSpec& spec) override {
     guarded([&] {
+      defaults_spec_ = spec.defaults;
       std::vector<impl::ParamGroup> groups;
       for (size_t i = 0; i < spec.groups.size(); ++i) {
         groups.push_back(make_group(spec.groups[i], spec.kind, "group " + std::to_string(i)));
@@ -233,7 +262,12 @@ class ImplEngine : public Engine {
                                                                         : Shape{static_cast<int64_t>(g.size())};
         gradient = impl::Tensor::from_values(output_.dtype(), shape, g);
       }
+      std::vector<impl::Tensor> undefined_before;  // mutant UnusedParamGradZero (SEM-2.7)
+      if (impl::mutant_active(impl::Mutant::UnusedParamGradZero))
+        for (const Param& p : params_) if (!p.tensor.grad().defined()) undefined_before.push_back(p.tensor);
       impl::backward(output_, gradient.defined() ? &gradient : nullptr, retain_graph, create_graph);
+      for (impl::Tensor& p : undefined_before)
+        if (!p.grad().defined()) p.set_grad(impl::Tensor::zeros(p.dtype(), p.shape()));
     });
   }
 
@@ -367,6 +401,9 @@ class ImplEngine : public Engine {
     std::vector<impl::Tensor> tensors;
     for (const auto& name : spec.params) tensors.push_back(tensor_of(name));
     if (!spec.options) return impl::ParamGroup(std::move(tensors));  // a copy of the defaults (SEM-7.1)
+    if (impl::mutant_active(impl::Mutant::GroupOptionsInheritDefaults))  // mutant (SEM-7.1 [2.x])
+      return impl::ParamGroup(std::move(tensors),
+                              make_options(kind, over_defaults(defaults_spec_, *spec.options), where));
     return impl::ParamGroup(std::move(tensors), make_options(kind, *spec.options, where));
   }
 
@@ -475,10 +512,17 @@ class ImplEngine : public Engine {
   OptimizerKind kind_ = OptimizerKind::SGD;
   std::vector<std::pair<std::string, impl::Tensor>> handles_;  // in the order first taken
   impl::Tensor output_;  // the held forward output; undefined before the first forward
+  impl::Mutant mutant_ = impl::Mutant::None;  // mutants.h; selected around every method by guarded()
+  OptimizerOptions defaults_spec_;            // the optimizer's defaults as given (GroupOptionsInheritDefaults)
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> make_impl_engine() { return std::make_unique<ImplEngine>(); }
+std::unique_ptr<Engine> make_impl_engine(const std::string& mutant) {
+  if (mutant.empty()) return std::make_unique<ImplEngine>();
+  std::optional<impl::Mutant> m = impl::mutant_from_name(mutant);
+  if (!m) throw std::invalid_argument("unknown mutant '" + mutant + "' (known: " + impl::mutant_names_joined() + ")");
+  return std::make_unique<ImplEngine>(*m);
+}
 
 }  // namespace lockstep

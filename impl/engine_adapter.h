@@ -17,11 +17,15 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "conformance/engine.h"
 
 namespace lockstep {
 
-std::unique_ptr<Engine> make_impl_engine();
+// `mutant` selects a deliberate deviation of impl (impl/mutants.h) for every action of this engine only;
+// empty: none. Throws std::invalid_argument listing the known names for an unknown one. A mutated engine's
+// name() is "impl+NAME".
+std::unique_ptr<Engine> make_impl_engine(const std::string& mutant = "");
 
 }  // namespace lockstep

@@ -9,7 +9,9 @@
 //
 // Which ops save tensors for their backward, and so fail on a second backward without retain_graph
 // (SEM-2.5): mul, div, square, pow_scalar, exp, log, tanh, sigmoid, relu, abs, matmul, mse_loss,
-// log_softmax (and so cross_entropy), linear, embedding. add, sub, neg, mul_scalar, sum, mean save nothing.
+// log_softmax (and so cross_entropy), linear (unless only its bias requires grad), embedding. add, sub, neg,
+// mul_scalar, sum, mean save nothing. A binary op saves only the operands that the grads of its inputs that
+// require grad use (autograd.h, input_needs_grad): e.g. mul(p, c) saves c, not p.
 //
 // Shapes: binary element-wise ops take operands of one dtype and either one shape or one 0-d operand
 // (broadcast; its grad is the sum). Bad operands throw Error (kind "other") with the op's name.
@@ -53,7 +55,8 @@ Tensor relu_grad(const Tensor& grad, const Tensor& a);  // grad where a > 0, els
 Tensor tanh_grad(const Tensor& grad, const Tensor& t);  // grad * (1 - t^2), 1 - t^2 fused (tanh's backward)
 Tensor clone(const Tensor& a);                          // a copy, recorded (grad passes through)
 
-// In place, never recorded: a += b (values only; a keeps its identity and autograd slots, SEM-3.2).
+// In place, never recorded: a += b (values only; a keeps its identity and autograd slots, SEM-3.2); bumps
+// a's version.
 void add_in_place(Tensor& a, const Tensor& b);
 
 // ---------------------------------------------------------------------------------------------------------

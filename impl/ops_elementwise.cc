@@ -16,7 +16,10 @@ std::vector<Tensor> grads(size_t count) { return std::vector<Tensor>(count); }
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------
-// Binary. SEM-2.5: add and sub save nothing; mul and div save both operands (even a constant one).
+// Binary. SEM-2.5: add and sub save nothing; mul and div save the operands their needed grads use (even a
+// constant one), so a second backward without retain_graph fails. Black-box (LibTorch 1.13, after an Adam
+// step of p through a retained graph): mul(p, c) and mul(c, p) save only c, div(p, c) only c, div(c, p)
+// both (input_needs_grad, autograd.h).
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = map_binary("add", a, b, [](auto x, auto y) { return x + y; });
@@ -42,27 +45,34 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = map_binary("mul", a, b, [](auto x, auto y) { return x * y; });
-  return record(out, "MulBackward", {a, b}, {a, b}, true, [](const Node& self, const Tensor& g) {
-    const Tensor& a = self.saved[0];
-    const Tensor& b = self.saved[1];
-    auto gr = grads(2);
-    if (self.needs_grad(0)) gr[0] = sum_to(mul(g, b), a.shape());  // d(ab)/da = b
-    if (self.needs_grad(1)) gr[1] = sum_to(mul(g, a), b.shape());  // d(ab)/db = a
-    return gr;
-  });
+  // saved[0] = a, for b's grad; saved[1] = b, for a's grad
+  std::vector<Tensor> saved{input_needs_grad(b) ? a : Tensor(), input_needs_grad(a) ? b : Tensor()};
+  return record(out, "MulBackward", {a, b}, std::move(saved), true,
+                [sa = a.shape(), sb = b.shape()](const Node& self, const Tensor& g) {
+                  auto gr = grads(2);
+                  if (self.needs_grad(0)) gr[0] = sum_to(mul(g, self.saved[1]), sa);  // d(ab)/da = b
+                  if (self.needs_grad(1)) gr[1] = sum_to(mul(g, self.saved[0]), sb);  // d(ab)/db = a
+                  return gr;
+                });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = map_binary("div", a, b, [](auto x, auto y) { return x / y; });
-  return record(out, "DivBackward", {a, b}, {a, b}, true, [](const Node& self, const Tensor& g) {
-    const Tensor& a = self.saved[0];
-    const Tensor& b = self.saved[1];
-    auto gr = grads(2);
-    if (self.needs_grad(0)) gr[0] = sum_to(div(g, b), a.shape());  // d(a/b)/da = 1/b
-    // d(a/b)/db = -a/b^2, written -g * (a/b) / b so that b*b cannot overflow first.
-    if (self.needs_grad(1)) gr[1] = sum_to(div(mul(neg(g), div(a, b)), b), b.shape());
-    return gr;
-  });
+  // saved[0] = a, for b's grad only; saved[1] = b, for both grads
+  std::vector<Tensor> saved{input_needs_grad(b) ? a : Tensor(), b};
+  return record(out, "DivBackward", {a, b}, std::move(saved), true,
+                [sa = a.shape(), sb = b.shape()](const Node& self, const Tensor& g) {
+                  const Tensor& a = self.saved[0];
+                  const Tensor& b = self.saved[1];
+                  auto gr = grads(2);
+                  if (self.needs_grad(0)) gr[0] = sum_to(div(g, b), sa);  // d(a/b)/da = 1/b
+                  // d(a/b)/db = -a/b^2, computed as -g * ((a / b) / b): black-box, this form matched the
+                  // oracle on 2000 of 2000 random elements in float32 and float64 (-g * (a / b) / b: 65 %,
+                  // -g * a / (b * b): 55 %), and it decides where inf, NaN and 0 appear when a/b overflows
+                  // or b underflows (a / b = 2e37, / 4.7e-38 = inf in float32).
+                  if (self.needs_grad(1)) gr[1] = sum_to(mul(neg(g), div(div(a, b), b)), sb);
+                  return gr;
+                });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -231,6 +241,7 @@ void add_in_place(Tensor& a, const Tensor& b) {
   detail::require_same_dtype("add_in_place", a, b);
   if (a.shape() != b.shape())
     detail::fail("add_in_place", "shapes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) + " differ");
+  a.bump_version();  // an in-place change (TensorImpl::version)
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* x = a.data<T>();

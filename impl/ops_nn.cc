@@ -1,5 +1,6 @@
-// Neural-network ops: forward and backward side by side (see ops.h). All of matmul, mse_loss, log_softmax,
-// linear and embedding save tensors (SEM-2.5), so a second backward through them without retain_graph fails.
+// Neural-network ops: forward and backward side by side (see ops.h). matmul, mse_loss, log_softmax,
+// linear and embedding save tensors (SEM-2.5), so a second backward through them without retain_graph fails;
+// except linear when only its bias requires grad (black-box: it then saves nothing).
 #include <cmath>
 
 #include "impl/ops.h"
@@ -67,7 +68,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     using T = decltype(zero);
     matmul_kernel(a.data<T>(), b.data<T>(), out.data<T>(), n, k, m);
   });
-  return record(out, "MmBackward", {a, b}, {a, b}, true, [](const Node& self, const Tensor& g) {
+  // saved[0] = a, for b's grad; saved[1] = b, for a's grad (black-box: matmul(p, c) saves only c)
+  std::vector<Tensor> saved{input_needs_grad(b) ? a : Tensor(), input_needs_grad(a) ? b : Tensor()};
+  return record(out, "MmBackward", {a, b}, std::move(saved), true, [](const Node& self, const Tensor& g) {
     const Tensor& a = self.saved[0];
     const Tensor& b = self.saved[1];
     std::vector<Tensor> gr(2);
@@ -213,22 +216,28 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
         for (int64_t f = 0; f < out_features; ++f) o[n * out_features + f] += bs[f];
     }
   });
-  return record(out, "LinearBackward", {x, w, b}, {x, w}, true, [](const Node& self, const Tensor& g) {
-    const Tensor& x = self.saved[0];
-    const Tensor& w = self.saved[1];
-    std::vector<Tensor> gr(3);
-    if (self.needs_grad(0)) gr[0] = matmul(g, w);             // (N,out) @ (out,in) -> (N,in)
-    if (self.needs_grad(1)) gr[1] = matmul(transpose(g), x);  // (out,N) @ (N,in) -> (out,in)
-    if (self.needs_grad(2)) gr[2] = sum_dim(g, 0);            // (out)
-    return gr;
-  });
+  // saved[0] = x, for w's grad; saved[1] = w, for x's grad; the bias's grad needs neither. Black-box: with
+  // only the bias requiring grad nothing is saved and a second backward succeeds.
+  const bool need_x = input_needs_grad(x), need_w = input_needs_grad(w);
+  std::vector<Tensor> saved{need_w ? x : Tensor(), need_x ? w : Tensor()};
+  return record(out, "LinearBackward", {x, w, b}, std::move(saved), need_x || need_w,
+                [](const Node& self, const Tensor& g) {
+                  const Tensor& x = self.saved[0];
+                  const Tensor& w = self.saved[1];
+                  std::vector<Tensor> gr(3);
+                  if (self.needs_grad(0)) gr[0] = matmul(g, w);             // (N,out) @ (out,in) -> (N,in)
+                  if (self.needs_grad(1)) gr[1] = matmul(transpose(g), x);  // (out,N) @ (N,in) -> (out,in)
+                  if (self.needs_grad(2)) gr[2] = sum_dim(g, 0);            // (out)
+                  return gr;
+                });
 }
 
 Tensor embedding(const Tensor& w, const std::vector<int64_t>& indices) {
   Tensor out = gather_rows("embedding", w, indices);
   const int64_t num = w.shape()[0];
-  // Saves its indices (SEM-2.5): held by the backward below, flagged as saved tensors.
-  return record(out, "EmbeddingBackward", {w}, {}, true, [indices, num](const Node&, const Tensor& g) {
+  // Saves its indices (SEM-2.5, held by the backward below) and its weight (black-box: a retained graph
+  // through embedding(p) fails after an Adam step of p, so the weight's version is checked).
+  return record(out, "EmbeddingBackward", {w}, {w}, true, [indices, num](const Node&, const Tensor& g) {
     return std::vector<Tensor>{index_add_rows(g, indices, num)};  // repeated indices accumulate
   });
 }

@@ -389,5 +389,22 @@ TEST(OpsNoGrad, SEM_2_3_NothingRecorded) {
   }
 }
 
+// Black-box (LibTorch 1.13): the divisor's grad is -g * ((a / b) / b), rounded in that order; it decides
+// where inf appears when a / b is large and b tiny (float32: 1 / 4.7e-38 = 2.1e37, / 4.7e-38 = inf).
+TEST(Ops, DivGradOfTheDivisorIsMinusGTimesAOverBOverB) {
+  Tensor b = leaf({2}, {4.7019774e-38, 3.0}, DType::Float32);
+  Tensor a = constant({2}, {1.0, 0.7}, DType::Float32);
+  backward(ops::sum(ops::div(a, b)));
+  EXPECT_EQ(b.grad().at(0), -std::numeric_limits<float>::infinity());
+  const float a1 = 0.7f, b1 = 3.0f;
+  EXPECT_EQ(b.grad().at(1), -1.0f * ((a1 / b1) / b1));
+  Tensor bd = leaf({1}, {0.3});
+  Tensor ad = constant({1}, {0.1});
+  Tensor g = Tensor::from_values(DType::Float64, {1}, {1.7});
+  Tensor y = ops::div(ad, bd);
+  backward(y, &g);
+  EXPECT_EQ(bd.grad().at(0), -1.7 * ((0.1 / 0.3) / 0.3));
+}
+
 }  // namespace
 }  // namespace lockstep::impl

@@ -145,8 +145,10 @@ TEST(SGD, Sem7_4_ParamInTwoGroupsUsesEachGroupsOptions) {
   EXPECT_DOUBLE_EQ(p.at(0), 1 - 0.1 - 0.5);
 }
 
-// The float32 contract: each op of the box rounds to float, scalars are converted to float where used.
-TEST(SGD, Sem1_3_Float32RoundsLikeTheOpByOpForm) {
+// The float32 contract: each op of the box rounds to float once, scalars are converted to float where used,
+// and the `add(other, alpha)` lines are fused like LibTorch's (d + wd * p, buf * mom + (1 - damp) * d,
+// p - lr * d: std::fma; black-box measurement in sgd.cc).
+TEST(SGD, Sem1_3_Float32RoundsLikeLibTorchsFusedOps) {
   const std::vector<double> p0 = {0.1, -3.7, 1e-3, 12345.678, -0.333, 7e-8};
   const std::vector<double> g1 = {0.3, 1.1, -2e-4, 0.77, 5.5, -1e-9};
   const std::vector<double> g2 = {-0.7, 0.01, 3.3, -0.9, 2.2, 4e-7};
@@ -159,22 +161,47 @@ TEST(SGD, Sem1_3_Float32RoundsLikeTheOpByOpForm) {
     set_grad(p, g);
     sgd.step();
     for (size_t i = 0; i < P.size(); ++i) {
-      float d = static_cast<float>(g[i]);
-      float decay = static_cast<float>(wd) * P[i];
-      d = d + decay;
+      float d = std::fma(static_cast<float>(wd), P[i], static_cast<float>(g[i]));
       if (step == 0) {
         B[i] = d;
       } else {
         float kept = B[i] * static_cast<float>(mom);
-        float added = static_cast<float>(1 - damp) * d;
-        B[i] = kept + added;
+        B[i] = std::fma(static_cast<float>(1 - damp), d, kept);
       }
-      float upd = static_cast<float>(lr) * B[i];
-      P[i] = P[i] - upd;
+      P[i] = std::fma(static_cast<float>(-lr), B[i], P[i]);
       EXPECT_EQ(p.data<float>()[i], P[i]) << "step " << step << " element " << i;
       EXPECT_EQ(sgd.state_of(p)->momentum_buffer.data<float>()[i], B[i]);
     }
   }
+}
+
+TEST(SGD, Sem1_3_NesterovLineIsFusedToo) {
+  // float64, one element where fusing matters: d + mom * buf with mom * buf not exact in double.
+  const double g0 = 0.1, g1 = 0.7, lr = 0.3, mom = 0.9;
+  Tensor p = make_param({1.0}, DType::Float64);
+  SGD sgd({p}, SGDOptions(lr).set_momentum(mom).set_nesterov(true));
+  set_grad(p, {g0});
+  sgd.step();  // buf = g0; d = g0 + mom * g0
+  double P = std::fma(-lr, std::fma(mom, g0, g0), 1.0);
+  EXPECT_EQ(p.at(0), P);
+  set_grad(p, {g1});
+  sgd.step();  // buf = g0 * mom + 1 * g1
+  double B = std::fma(1.0, g1, g0 * mom);
+  P = std::fma(-lr, std::fma(mom, B, g1), P);
+  EXPECT_EQ(sgd.state_of(p)->momentum_buffer.at(0), B);
+  EXPECT_EQ(p.at(0), P);
+}
+
+// Black-box (LibTorch 1.13): SGD's update does not move p's version, so a retained graph that saved p still
+// runs after a step and sees the new values (autograd.h, versions); Adam's does (adam_test.cc).
+TEST(SGD, Sem2_5_StepDoesNotBumpTheVersion) {
+  Tensor p = make_param({0.5, 1.5});
+  set_grad(p, {1, 1});
+  const uint64_t before = p.version();
+  SGD sgd({p}, SGDOptions(0.1).set_momentum(0.9).set_weight_decay(0.1));
+  sgd.step();
+  sgd.step();
+  EXPECT_EQ(p.version(), before);
 }
 
 TEST(SGD, Boundaries_InfNanAndDenormalGrads) {

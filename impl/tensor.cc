@@ -53,6 +53,7 @@ std::vector<double> Tensor::to_values() const {
 }
 
 void Tensor::zero_() {
+  bump_version();
   if (impl_->dtype == DType::Float32) std::fill(impl_->f32.begin(), impl_->f32.end(), 0.0f);
   else std::fill(impl_->f64.begin(), impl_->f64.end(), 0.0);
 }

@@ -41,6 +41,12 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;            // null for leaves and for results made under no_grad
   std::shared_ptr<TensorImpl> grad;         // a leaf's accumulated gradient; null = undefined (SEM-2.1)
+
+  // The version counter: bumped by every in-place change a program makes (zero_, accumulation into a grad,
+  // an Adam/AdamW update of p); a node records it for each tensor it saves and backward fails when it has
+  // moved (autograd.h, kInplaceModified). Writes that are not program actions (the lockstep harness
+  // re-synchronising values, set_at) do not bump it; nor does SGD's update (black-box, see sgd.cc).
+  uint64_t version = 0;
 };
 
 class Tensor {
@@ -79,8 +85,12 @@ class Tensor {
   void set_grad(const Tensor& g) { impl_->grad = g.impl_; }
   void reset_grad() { impl_->grad.reset(); }           // set_to_none (SEM-4.2)
 
+  // Version counter (TensorImpl::version), shared by every alias.
+  uint64_t version() const { return impl_->version; }
+  void bump_version() { ++impl_->version; }
+
   // In place (SEM-1.2): every alias sees the change.
-  void zero_();
+  void zero_();          // bumps the version
   void detach_();        // drops grad_fn and requires_grad (SEM-4.1)
   void copy_values_from(const Tensor& src);  // same shape and dtype; values only
 

@@ -52,6 +52,7 @@ std::string classify_message(const std::string& message) {
       {"more than one parameter group", error_kind::kDuplicateParameter},                               // SEM-7.4
       {"invalid gradient at index", error_kind::kGradientShape},  // explicit gradient shaped unlike the output
       {"Mismatch in shape", error_kind::kGradientShape},
+      {"modified by an inplace operation", error_kind::kInplaceModified},  // a saved tensor's version moved
   };
   for (const Rule& rule : rules) {
     if (message.find(rule.substring) != std::string::npos) return rule.kind;

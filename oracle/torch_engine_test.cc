@@ -198,6 +198,49 @@ TEST(TorchEngine, Sem2_5_RetainGraphAllowsSecondBackward) {
   EXPECT_EQ(kind_of([&] { engine->backward({}); }), error_kind::kBackwardThroughFreedGraph);
 }
 
+TEST(TorchEngine, Sem2_5_LinearWithOnlyTheBiasRequiringGradSavesNothing) {
+  auto engine = engine_with({{"b", DType::Float64, {1}, {0}}});
+  TensorValue zero{DType::Float64, {1, 1}, {0}};
+  engine->forward(*sum(linear(constant(zero), constant(zero), param("b"))), false);
+  engine->backward({});
+  EXPECT_EQ(kind_of([&] { engine->backward({}); }), "");
+  EXPECT_EQ(grad_of(*engine, "b"), (std::vector<double>{2}));
+}
+
+// A retained graph, one step, a second backward: the kind it fails with ("" for none). SGD updates p
+// without moving its version (the retained graph then sees the new values); Adam and AdamW move it, and a
+// node that saved p fails ("one of the variables needed for gradient computation has been modified by an
+// inplace operation"); a node that saved only a constant or its own output does not.
+std::string kind_after_step(OptimizerKind kind, const std::function<ExprPtr()>& loss, std::string* message = nullptr) {
+  auto engine = engine_with({vec3()});
+  OptimizerOptions o;
+  o.lr = 0.1;
+  engine->make_optimizer({kind, o, {{{"x"}, std::nullopt}}});
+  engine->forward(*loss(), false);
+  BackwardArgs retain;
+  retain.retain_graph = true;
+  engine->backward(retain);
+  engine->step();
+  return kind_of([&] { engine->backward({}); }, message);
+}
+
+TEST(TorchEngine, Sem2_5_AdamStepOfASavedParameterFailsTheRetainedGraph) {
+  TensorValue c = const3();
+  auto square_x = [] { return sum(unary(Op::Square, x())); };
+  std::string message;
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, square_x, &message), error_kind::kInplaceModified);
+  EXPECT_NE(message.find("modified by an inplace operation"), std::string::npos) << message;
+  EXPECT_EQ(kind_after_step(OptimizerKind::AdamW, square_x), error_kind::kInplaceModified);
+  EXPECT_EQ(kind_after_step(OptimizerKind::SGD, square_x), "");
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, [] { return sum(mul(x(), x())); }), error_kind::kInplaceModified);
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, [c] { return sum(mul(x(), constant(c))); }), "");
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, [c] { return sum(mul(constant(c), x())); }), "");
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, [c] { return sum(binary(Op::Div, x(), constant(c))); }), "");
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, [c] { return sum(binary(Op::Div, constant(c), x())); }),
+            error_kind::kInplaceModified);
+  EXPECT_EQ(kind_after_step(OptimizerKind::Adam, [] { return sum(unary(Op::Exp, x())); }), "");
+}
+
 TEST(TorchEngine, Sem2_3_NoGradForwardThenBackward) {
   auto engine = engine_with({vec3()});
   engine->forward(*sum(mul(x(), x())), true);

@@ -25,6 +25,7 @@
 #include "conformance/shrink.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
+#include "tools/lockstep_session.h"
 #include "tools/report_files.h"
 
 namespace lockstep::tools {
@@ -101,11 +102,7 @@ int command_run(const RunArgs& args) {
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));
   if (options.mode == RunMode::FreeRunning && !against_itself) prefix += " --free-running";
 
-  auto run_pair = [&](const Program& p) {
-    auto oracle = make_engine("oracle");
-    auto under_test = make_under_test();
-    return run_lockstep(p, *oracle, *under_test, options);
-  };
+  auto run_pair = [&](const Program& p) { return run_against_oracle(p, make_under_test, options); };
 
   Tally named, random;
   fmt::print("lockstep run: {} against {} ({} mode)\n", report.under_test_engine, report.oracle_engine,
@@ -115,15 +112,7 @@ int command_run(const RunArgs& args) {
   if (args.only_index < 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
-      auto engine = make_under_test();
-      std::vector<std::string> claim_failures = check_case(c, run_program(c.program, *engine));
-      LockstepResult result = run_pair(c.program);
-      if (!claim_failures.empty()) {
-        result.passed = false;
-        std::string text = "claim checks failed:";
-        for (const auto& f : claim_failures) text += "\n  " + f;
-        result.engine_failure = result.engine_failure.empty() ? text : result.engine_failure + "\n" + text;
-      }
+      LockstepResult result = run_named_case(c, make_under_test, options);
       CaseReport r = make_case_report(c.id, std::move(result), c.program,
                                       prefix + " --count 0 --case " + shell_quote(c.id), &known);
       if (r.status == CaseStatus::Passed) r.program.reset();
@@ -155,11 +144,9 @@ int command_run(const RunArgs& args) {
         // Shrink to the smallest program that still fails (and is not explained by a known entry).
         ShrinkStats stats;
         auto still_fails = [&](const Program& candidate) {
-          LockstepResult rr = run_pair(candidate);
-          return !rr.passed && make_case_report(id, rr, std::nullopt, "", &known).status == CaseStatus::Failed;
+          return is_unexplained_failure(id, run_pair(candidate), &known);
         };
-        Program shrunk = shrink_failure(shrinkable, still_fails, &stats,
-                                        std::chrono::milliseconds(static_cast<int64_t>(args.shrink_seconds * 1000)));
+        Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
         r = make_case_report(id, run_pair(shrunk), shrunk, r.reproduce_command, &known);
         progress.clear();
         fmt::print("  FAIL   {}: {}\n         shrunk to {} in {} steps; reproduce: {}\n", id,

@@ -13,10 +13,7 @@ std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& 
   if (!mutant.empty() && name != "impl")
     throw std::invalid_argument("--mutant applies to the impl engine only");
   if (name == "oracle") return make_torch_engine();
-  if (name == "impl") {
-    if (!mutant.empty()) throw std::invalid_argument("unknown mutant '" + mutant + "'");
-    return make_impl_engine();
-  }
+  if (name == "impl") return make_impl_engine(mutant);  // throws for an unknown mutant, listing the known
   throw std::invalid_argument("unknown engine '" + name + "' (known: oracle, impl)");
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "tools/command_mutants.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
@@ -91,6 +92,26 @@ int main(int argc, char** argv) {
   generate->add_option("--max-random", generate_args.max_random, "At most this many random fixtures")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
 
+  MutantsArgs mutants_args;
+  CLI::App* mutants = app.add_subcommand(
+      "mutants", "Run the suite against every mutant of impl (impl/mutants.h) and print the kill table; exit 1 "
+                 "if any mutant survives");
+  mutants->add_option("--count", mutants_args.count, "Random programs per mutant, at most (stops at the first kill)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}))
+      ->capture_default_str();
+  mutants->add_option("--seed", mutants_args.seed, "Seed of the random programs")->capture_default_str();
+  mutants->add_option("--max-size", mutants_args.max_size, "Largest RapidCheck size (1..100)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  mutants->add_option("--report-dir", mutants_args.report_dir, "Where mutants-report.md and .json go")
+      ->capture_default_str();
+  mutants->add_flag("--list", mutants_args.list, "List the mutants and exit");
+  mutants->add_option("--only", mutants_args.only, "Run only this mutant");
+  mutants->add_option("--shrink-seconds", mutants_args.shrink_seconds, "Time budget to shrink one killing program")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  mutants->add_option("--cases", mutants_args.cases_dir, "Directory of named cases (default: the shipped ones)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +141,7 @@ int main(int argc, char** argv) {
       return command_run(run_args);
     }
     if (*trace) return command_trace(trace_args);
+    if (*mutants) return command_mutants(mutants_args);
     if (*replay) return command_replay(replay_args);
     if (*generate) return command_fixtures_generate(generate_args);
   } catch (const std::exception& e) {

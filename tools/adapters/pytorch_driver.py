@@ -59,6 +59,7 @@ _RULES = [
     ("more than one parameter group", "duplicate_parameter"),
     ("invalid gradient at index", "gradient_shape"),
     ("Mismatch in shape", "gradient_shape"),
+    ("modified by an inplace operation", "inplace_modified"),
 ]
 
 

@@ -1,0 +1,94 @@
+#include "impl/mutants.h"
+
+#include <stdexcept>
+
+namespace lockstep::impl {
+
+const std::vector<MutantInfo>& mutant_catalogue() {
+  static const std::vector<MutantInfo> catalogue = {
+      {Mutant::ZeroGradNoop, "zero_grad_noop", "zero_grad() does nothing", "SEM-4.1"},
+      {Mutant::ZeroGradNewTensor, "zero_grad_new_tensor",
+       "zero_grad() gives each defined grad a new zero tensor instead of zeroing it in place", "SEM-4.1"},
+      {Mutant::ZeroGradNoDetach, "zero_grad_no_detach",
+       "zero_grad() zeroes in place without detach_(): a create_graph grad keeps requires_grad and grad_fn",
+       "SEM-4.1"},
+      {Mutant::SetToNoneZeroes, "set_to_none_zeroes", "zero_grad(set_to_none=true) zeroes the grads instead",
+       "SEM-4.2"},
+      {Mutant::BackwardOverwrites, "backward_overwrites",
+       "backward overwrites a defined grad with the new gradient instead of accumulating", "SEM-3.2"},
+      {Mutant::AccumulateOutOfPlace, "accumulate_out_of_place",
+       "accumulation without create_graph is out of place (grad = grad + g: a new identity)", "SEM-3.2"},
+      {Mutant::AccumulateInPlaceCreateGraph, "accumulate_in_place_create_graph",
+       "accumulation under create_graph is in place (identity kept, no grad_fn)", "SEM-3.3"},
+      {Mutant::TiedParamCountedOnce, "tied_param_counted_once",
+       "a parameter reached through several paths receives only the first contribution", "SEM-2.6"},
+      {Mutant::UnusedParamGradZero, "unused_param_grad_zero",
+       "backward gives every parameter it did not reach a zero grad instead of leaving it undefined", "SEM-2.7"},
+      {Mutant::RetainGraphIgnored, "retain_graph_ignored",
+       "backward never frees saved tensors: a second backward succeeds everywhere", "SEM-2.5"},
+      {Mutant::StepUndefinedGradAsZero, "step_undefined_grad_as_zero",
+       "step() updates a parameter whose grad is undefined as if its grad were zero", "SEM-4.3"},
+      {Mutant::StepModifiesGrad, "step_modifies_grad",
+       "step() writes its direction into p.grad (SGD: d after weight decay and momentum; Adam: g with L2)",
+       "SEM-5.3"},
+      {Mutant::SgdDampeningFirstStep, "sgd_dampening_first_step",
+       "SGD's first momentum buffer is (1 - dampening) * d instead of a copy of d", "SEM-5.3"},
+      {Mutant::SgdWeightDecayAfterMomentum, "sgd_weight_decay_after_momentum",
+       "SGD adds weight_decay * p after the momentum buffer instead of to the grad before it", "SEM-5.3"},
+      {Mutant::SgdNesterovBufferOnly, "sgd_nesterov_buffer_only",
+       "SGD with nesterov steps along the buffer alone (d = buf instead of d + momentum * buf)", "SEM-5.3"},
+      {Mutant::SgdVelocityForm, "sgd_velocity_form",
+       "SGD folds lr into the momentum buffer (buf = momentum * buf + lr * d; p -= buf)", "SEM-5.4"},
+      {Mutant::AdamEpsInsideSqrt, "adam_eps_inside_sqrt",
+       "Adam's denominator is sqrt(v / bc2 + eps) instead of sqrt(v) / sqrt(bc2) + eps", "SEM-6.3"},
+      {Mutant::AdamEpsBeforeBiasCorrection, "adam_eps_before_bias_correction",
+       "Adam adds eps before dividing by sqrt(bc2): (sqrt(v) + eps) / sqrt(bc2)", "SEM-6.3"},
+      {Mutant::AdamBiasCorrectionOffByOne, "adam_bias_correction_off_by_one",
+       "Adam's bias corrections use step + 1 instead of step", "SEM-6.3"},
+      {Mutant::AdamNoBiasCorrection, "adam_no_bias_correction", "Adam without bias correction (bc1 = bc2 = 1)",
+       "SEM-6.3"},
+      {Mutant::AdamStepPerOptimizer, "adam_step_per_optimizer",
+       "Adam counts steps per optimizer instead of per parameter (a skipped or late parameter gets the "
+       "optimizer's count)",
+       "SEM-6.2"},
+      {Mutant::AmsgradMaxOfCorrected, "amsgrad_max_of_corrected",
+       "AMSGrad takes the max of the bias-corrected v / bc2 instead of v", "SEM-6.3"},
+      {Mutant::AmsgradMaxDropsNan, "amsgrad_max_drops_nan",
+       "AMSGrad's max ignores a NaN in exp_avg_sq (fmax) instead of propagating it", "SEM-6.3"},
+      {Mutant::AdamwDecayAfterUpdate, "adamw_decay_after_update",
+       "AdamW applies p *= 1 - lr * weight_decay after the Adam update instead of before", "SEM-6.4"},
+      {Mutant::AdamDecoupledDecay, "adam_decoupled_decay",
+       "Adam applies weight decay decoupled (like AdamW) instead of adding weight_decay * p to g", "SEM-6.3"},
+      {Mutant::AdamSkipZeroGrad, "adam_skip_zero_grad",
+       "Adam and AdamW skip a parameter whose grad is all zeros, as if it were undefined", "SEM-4.3"},
+      {Mutant::GroupOptionsInheritDefaults, "group_options_inherit_defaults",
+       "a group with options inherits the optimizer's defaults for the fields it does not set (the 2.x rule) "
+       "under the 1.13 profile",
+       "SEM-7.1"},
+  };
+  return catalogue;
+}
+
+std::optional<Mutant> mutant_from_name(const std::string& name) {
+  for (const MutantInfo& m : mutant_catalogue()) {
+    if (name == m.name) return m.id;
+  }
+  return std::nullopt;
+}
+
+const MutantInfo& mutant_info(Mutant m) {
+  for (const MutantInfo& info : mutant_catalogue()) {
+    if (info.id == m) return info;
+  }
+  throw std::invalid_argument("mutant_info: not a mutant of the catalogue");
+}
+
+const char* mutant_name(Mutant m) { return m == Mutant::None ? "none" : mutant_info(m).name; }
+
+std::string mutant_names_joined() {
+  std::string names;
+  for (const MutantInfo& m : mutant_catalogue()) names += (names.empty() ? "" : ", ") + std::string(m.name);
+  return names;
+}
+
+}  // namespace lockstep::impl

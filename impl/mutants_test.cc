@@ -1,0 +1,152 @@
+// Tests of the mutant catalogue (impl/mutants.h) and its selection through the impl engine adapter.
+#include "impl/mutants.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "conformance/generators.h"
+#include "conformance/interpreter.h"
+#include "conformance/trace_json.h"
+#include "impl/engine_adapter.h"
+
+namespace lockstep {
+namespace {
+
+using impl::Mutant;
+
+TEST(Mutants, CatalogueHasAtLeast25UniqueNamedMutantsEachSelectable) {
+  const auto& catalogue = impl::mutant_catalogue();
+  EXPECT_GE(catalogue.size(), 25u);
+  std::set<std::string> names;
+  for (const impl::MutantInfo& m : catalogue) {
+    EXPECT_TRUE(names.insert(m.name).second) << "duplicate name " << m.name;
+    EXPECT_NE(m.id, Mutant::None);
+    EXPECT_EQ(impl::mutant_from_name(m.name), m.id);
+    EXPECT_STREQ(impl::mutant_name(m.id), m.name);
+    EXPECT_EQ(std::string(m.semantics).rfind("SEM-", 0), 0u) << m.name;
+    EXPECT_FALSE(std::string(m.description).empty());
+    auto engine = make_impl_engine(m.name);
+    EXPECT_EQ(engine->name(), std::string("impl+") + m.name);
+  }
+  EXPECT_EQ(make_impl_engine()->name(), "impl");
+  EXPECT_EQ(make_impl_engine("")->name(), "impl");
+}
+
+TEST(Mutants, UnknownNameThrowsListingTheKnownOnes) {
+  try {
+    make_impl_engine("no_such_mutant");
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("no_such_mutant"), std::string::npos);
+    EXPECT_NE(message.find("zero_grad_noop"), std::string::npos);
+    EXPECT_NE(message.find("adam_skip_zero_grad"), std::string::npos);
+  }
+}
+
+TEST(Mutants, ScopeSelectsAndRestores) {
+  EXPECT_EQ(impl::active_mutant(), Mutant::None);
+  {
+    impl::MutantScope outer(Mutant::ZeroGradNoop);
+    EXPECT_TRUE(impl::mutant_active(Mutant::ZeroGradNoop));
+    {
+      impl::MutantScope inner(Mutant::None);
+      EXPECT_FALSE(impl::mutant_active(Mutant::ZeroGradNoop));
+    }
+    EXPECT_TRUE(impl::mutant_active(Mutant::ZeroGradNoop));
+  }
+  EXPECT_EQ(impl::active_mutant(), Mutant::None);
+}
+
+// y = (x*x).sum() with SGD(lr 0.1): backward, step, zero_grad, backward again.
+Program small_sgd_program() {
+  Program p;
+  p.params.push_back({"x", DType::Float64, {3}, {1, 2, 3}});
+  p.loss = sum(mul(param("x"), param("x")));
+  OptimizerSpec sgd;
+  sgd.kind = OptimizerKind::SGD;
+  sgd.defaults.lr = 0.1;
+  sgd.groups.push_back(ParamGroupSpec{{"x"}, std::nullopt});
+  p.optimizer = sgd;
+  Action forward, backward, step, zero;
+  forward.kind = ActionKind::Forward;
+  backward.kind = ActionKind::Backward;
+  step.kind = ActionKind::Step;
+  zero.kind = ActionKind::ZeroGrad;
+  p.actions = {forward, backward, step, zero, forward, backward};
+  validate(p);
+  return p;
+}
+
+std::string trace_text(const Trace& t) {
+  Trace copy = t;
+  copy.engine.clear();
+  return trace_to_json(copy).dump();
+}
+
+// No mutant selected: impl is untouched, even when a mutated engine runs interleaved on the same thread
+// (each engine's mutant is scoped to its own methods).
+TEST(Mutants, AMutatedEngineDoesNotLeakIntoACleanOneOnTheSameThread) {
+  std::vector<Program> programs{small_sgd_program()};
+  RandomPrograms random(11, GenOptions{});
+  for (int i = 0; i < 12; ++i) programs.push_back(random.next().value());
+  for (const impl::MutantInfo& m : impl::mutant_catalogue()) {
+    for (const Program& program : programs) {
+      auto alone = make_impl_engine();
+      const std::string expected = trace_text(run_program(program, *alone));
+
+      auto clean = make_impl_engine();
+      auto mutated = make_impl_engine(m.name);
+      ProgramRunner clean_runner(program, *clean), mutated_runner(program, *mutated);
+      Trace interleaved;
+      interleaved.init = clean_runner.setup();
+      mutated_runner.setup();
+      for (size_t i = 0; i < program.actions.size(); ++i) {
+        mutated_runner.run_action(i);
+        interleaved.records.push_back(clean_runner.run_action(i));
+      }
+      ASSERT_EQ(trace_text(interleaved), expected) << "mutant " << m.name;
+    }
+  }
+}
+
+TEST(Mutants, ZeroGradNoopLeavesTheGradSEM_4_1) {
+  const Program p = small_sgd_program();
+  auto clean = make_impl_engine();
+  auto mutated = make_impl_engine("zero_grad_noop");
+  const Trace expected = run_program(p, *clean), actual = run_program(p, *mutated);
+  // After zero_grad (action 3): zeros in place, versus the first backward's grad 2x, x = [1, 2, 3].
+  EXPECT_EQ(expected.records[3].state.param("x")->grad.value.data, (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(actual.records[3].state.param("x")->grad.value.data, (std::vector<double>{2, 4, 6}));
+}
+
+TEST(Mutants, BackwardOverwritesLosesTheOldGradSEM_3_2) {
+  Program p = small_sgd_program();
+  p.actions.erase(p.actions.begin() + 2, p.actions.begin() + 4);  // forward, backward, forward, backward
+  auto clean = make_impl_engine();
+  auto mutated = make_impl_engine("backward_overwrites");
+  EXPECT_EQ(run_program(p, *clean).records[3].state.param("x")->grad.value.data, (std::vector<double>{4, 8, 12}));
+  EXPECT_EQ(run_program(p, *mutated).records[3].state.param("x")->grad.value.data, (std::vector<double>{2, 4, 6}));
+}
+
+TEST(Mutants, RetainGraphIgnoredAllowsASecondBackwardSEM_2_5) {
+  Program p = small_sgd_program();
+  p.actions.erase(p.actions.begin() + 2, p.actions.end());
+  Action again;
+  again.kind = ActionKind::Backward;
+  p.actions.push_back(again);  // forward, backward, backward (x*x saved its operands)
+  auto clean = make_impl_engine();
+  auto mutated = make_impl_engine("retain_graph_ignored");
+  const Trace expected = run_program(p, *clean), actual = run_program(p, *mutated);
+  ASSERT_TRUE(expected.records[2].error.has_value());
+  EXPECT_EQ(expected.records[2].error->kind, "backward_through_freed_graph");
+  EXPECT_FALSE(actual.records[2].error.has_value());
+  EXPECT_EQ(actual.records[2].state.param("x")->grad.value.data, (std::vector<double>{4, 8, 12}));
+}
+
+}  // namespace
+}  // namespace lockstep

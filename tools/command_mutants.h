@@ -1,0 +1,34 @@
+// tools/command_mutants.h: `lockstep mutants`, the mutant catalogue's kill table (impl/mutants.h).
+//
+// Every mutant of impl is run through the suite: the named cases first (claim checks and lockstep against
+// the oracle), then up to `count` seeded random programs (every fourth with NaN and +-Inf), until one kills
+// it, i.e. fails on the mutant while the unmutated impl passes it. The killing program is shrunk, and the
+// table says which case or program killed each mutant, how small the shrunk program is, how long the kill
+// took, and whether the usual end-of-training check, allclose(rtol=1e-3, atol=5e-4) on the final
+// parameters, would have caught the mutant on the same program (shrunk, and before shrinking).
+//
+// Example:
+//   MutantsArgs args;
+//   args.count = 100;
+//   int exit_code = command_mutants(args);   // 0 every mutant killed, 1 some survived, 2 usage error
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lockstep::tools {
+
+struct MutantsArgs {
+  int64_t count = 2000;         // random programs per mutant, at most (the run stops at the first kill)
+  uint64_t seed = 1;
+  int max_size = 30;
+  std::string report_dir = "."; // mutants-report.md and .json go here; empty: none
+  bool list = false;            // print the catalogue and exit
+  std::string only;             // run just this mutant
+  double shrink_seconds = 5;    // budget to shrink one killing program
+  std::string cases_dir;        // empty: the shipped named cases
+};
+
+int command_mutants(const MutantsArgs& args);
+
+}  // namespace lockstep::tools
