@@ -440,7 +440,10 @@ void backward_scales(std::vector<Node>& nodes, const std::vector<double>& seed, 
         elementwise(0, [&](size_t j) {
           const double x = std::fabs(a.v[j]);
           if (p == 0) return 0.0;
-          return std::fabs(p) * std::pow(x, p - 1) + std::fabs(p * (p - 1)) * std::pow(x, p - 2) * a.b[j];
+          // The second-order term only where the operand carries rounding (b > 0): pow(0, p - 2) is
+          // infinite for p < 2, and 0 * inf would poison the whole scale.
+          const double second = p == 1 || a.b[j] == 0 ? 0.0 : std::fabs(p * (p - 1)) * std::pow(x, p - 2) * a.b[j];
+          return std::fabs(p) * std::pow(x, p - 1) + second;
         });
         break;
       }
