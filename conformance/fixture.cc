@@ -295,14 +295,6 @@ bool valid_semantics(const std::string& s) {
   return digit_before;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 Fixture fixture_from_json(const json& doc, const std::string& file) {
@@ -368,7 +360,7 @@ Fixture fixture_from_json(const json& doc, const std::string& file) {
 }
 
 Fixture read_fixture_file(const std::string& path) {
-  const std::string text = read_text(path);
+  const std::string text = read_text_file(path);
   json doc;
   try {
     doc = parse_json_text(text, 256);

@@ -1,6 +1,8 @@
 // Known discrepancies: the file format, validation and matching (see known_discrepancies.h).
 #include "conformance/known_discrepancies.h"
 
+#include "conformance/program_json.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -101,12 +103,13 @@ KnownDiscrepancies known_discrepancies_from_text(const std::string& text, const 
 }
 
 KnownDiscrepancies load_known_discrepancies(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw KnownDiscrepancyError(path, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw KnownDiscrepancyError(path, "", "cannot read the file");
-  return known_discrepancies_from_text(text.str(), path);
+  std::string text;
+  try {
+    text = read_text_file(path);
+  } catch (const InputError& e) {
+    throw KnownDiscrepancyError(path, "", e.message());
+  }
+  return known_discrepancies_from_text(text, path);
 }
 
 std::string default_known_discrepancies_file() {

@@ -77,7 +77,7 @@ TEST(KnownDiscrepancies, LoadsFilesAndNamesMissingOnes) {
     load_known_discrepancies(path);
     FAIL();
   } catch (const KnownDiscrepancyError& e) {
-    EXPECT_EQ(std::string(e.what()), path + ": cannot open the file");
+    EXPECT_EQ(std::string(e.what()), path + ": cannot read the file: No such file or directory");
   }
 }
 

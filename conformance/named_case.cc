@@ -71,14 +71,6 @@ CaseCheck read_check(const json& j, const std::string& pointer, size_t action_co
   return c;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool is_number_like(const json& j) {
   if (j.is_number()) return true;
   if (!j.is_string()) return false;
@@ -135,7 +127,7 @@ NamedCase read_case_file(const std::string& path) {
   NamedCase c;
   c.file = path;
   try {
-    json doc = parse_json_text(read_text(path), 256);
+    json doc = parse_json_text(read_text_file(path), 256);
     JsonObjectReader r(doc, "", "a case");
     c.id = r.string("id");
     if (c.id.empty() || c.id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos)

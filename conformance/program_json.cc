@@ -400,7 +400,7 @@ Program program_from_text(const std::string& text, const std::string& source, co
   }
 }
 
-Program read_program_file(const std::string& path, const ProgramLimits& limits) {
+std::string read_text_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "cannot read the file: it is a directory");
   std::ifstream in(path, std::ios::binary);
@@ -408,7 +408,11 @@ Program read_program_file(const std::string& path, const ProgramLimits& limits) 
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(path, "", "cannot read the file");
-  return program_from_text(text.str(), path, limits);
+  return text.str();
+}
+
+Program read_program_file(const std::string& path, const ProgramLimits& limits) {
+  return program_from_text(read_text_file(path), path, limits);
 }
 
 ordered_json program_to_json(const Program& p) {

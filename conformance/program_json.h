@@ -66,6 +66,9 @@ Program program_from_text(const std::string& text, const std::string& source, co
 // Reads a program file: program_from_text of its contents. Throws InputError.
 Program read_program_file(const std::string& path, const ProgramLimits& limits = {});
 
+// The whole contents of a file; InputError naming the file when it cannot be read (or is a directory).
+std::string read_text_file(const std::string& path);
+
 // The document of a program; program_from_json(program_to_json(p)) == p field by field, bitwise on
 // numbers (float32 values written as their shortest float decimal).
 nlohmann::ordered_json program_to_json(const Program& p);

@@ -24,12 +24,9 @@ using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text = read_text_file(path);
   try {
-    return parse_json_text(ss.str(), 64);
+    return parse_json_text(text, 64);
   } catch (const JsonError& e) {
     throw InputError(path, e.pointer(), e.message());
   }

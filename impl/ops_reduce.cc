@@ -7,6 +7,14 @@ namespace lockstep::impl::ops {
 
 using detail::pairwise_sum;
 
+namespace {
+// A new tensor on g's storage (Tensor::share_storage), recorded as a pass-through when grad mode is on.
+Tensor storage_alias(const Tensor& g) {
+  return record(g.share_storage(), "AliasBackward", {g}, {}, false,
+                [](const Node&, const Tensor& gg) { return std::vector<Tensor>{gg}; });
+}
+}  // namespace
+
 Tensor sum(const Tensor& a) {
   detail::require_defined("sum", a);
   // out is () = sum of every element of a
@@ -16,6 +24,12 @@ Tensor sum(const Tensor& a) {
     out.data<T>()[0] = pairwise_sum(a.data<T>(), a.numel());
   });
   return record(out, "SumBackward", {a}, {}, false, [shape = a.shape()](const Node&, const Tensor& g) {
+    // Black-box (LibTorch 1.13): over a 0-d input the grad passed on is a new tensor on the incoming
+    // grad's storage, and the leaf that receives it takes it over (SEM-3.1, nobody else holds it). So
+    // add(sum(p0), sum(p1)) with 0-d p0, p1 leaves p0.grad and p1.grad two tensors on ONE storage: each
+    // in-place accumulation of a later backward (SEM-3.2) is seen by both (grads 3 and 3 after two
+    // backwards, not 2 and 2). Not over shape [1] or [1,1], nor for mean: there the grad is a new storage.
+    if (shape.empty()) return std::vector<Tensor>{storage_alias(g)};
     return std::vector<Tensor>{expand(g, shape)};  // every element contributed once
   });
 }

@@ -21,8 +21,8 @@ Tensor Tensor::zeros(DType dtype, const Shape& shape) {
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->shape = shape;
-  if (dtype == DType::Float32) impl->f32.assign(shape_numel(shape), 0.0f);
-  else impl->f64.assign(shape_numel(shape), 0.0);
+  if (dtype == DType::Float32) impl->storage->f32.assign(shape_numel(shape), 0.0f);
+  else impl->storage->f64.assign(shape_numel(shape), 0.0);
   return Tensor(std::move(impl));
 }
 
@@ -38,12 +38,14 @@ Tensor Tensor::from_values(DType dtype, const Shape& shape, const std::vector<do
 Tensor Tensor::scalar(DType dtype, double value) { return from_values(dtype, {}, {value}); }
 
 double Tensor::at(int64_t i) const {
-  return impl_->dtype == DType::Float32 ? static_cast<double>(impl_->f32[i]) : impl_->f64[i];
+  const Storage& s = *impl_->storage;
+  return impl_->dtype == DType::Float32 ? static_cast<double>(s.f32[i]) : s.f64[i];
 }
 
 void Tensor::set_at(int64_t i, double v) {
-  if (impl_->dtype == DType::Float32) impl_->f32[i] = static_cast<float>(v);
-  else impl_->f64[i] = v;
+  Storage& s = *impl_->storage;
+  if (impl_->dtype == DType::Float32) s.f32[i] = static_cast<float>(v);
+  else s.f64[i] = v;
 }
 
 std::vector<double> Tensor::to_values() const {
@@ -54,8 +56,9 @@ std::vector<double> Tensor::to_values() const {
 
 void Tensor::zero_() {
   bump_version();
-  if (impl_->dtype == DType::Float32) std::fill(impl_->f32.begin(), impl_->f32.end(), 0.0f);
-  else std::fill(impl_->f64.begin(), impl_->f64.end(), 0.0);
+  Storage& s = *impl_->storage;
+  if (impl_->dtype == DType::Float32) std::fill(s.f32.begin(), s.f32.end(), 0.0f);
+  else std::fill(s.f64.begin(), s.f64.end(), 0.0);
 }
 
 void Tensor::detach_() {
@@ -64,16 +67,25 @@ void Tensor::detach_() {
 }
 
 void Tensor::copy_values_from(const Tensor& src) {
-  impl_->f32 = src.impl_->f32;
-  impl_->f64 = src.impl_->f64;
+  // Into the storage itself (not a new one), so a tensor sharing it sees the values too.
+  if (impl_->storage == src.impl_->storage) return;
+  impl_->storage->f32 = src.impl_->storage->f32;
+  impl_->storage->f64 = src.impl_->storage->f64;
 }
 
 Tensor Tensor::clone() const {
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = impl_->dtype;
   impl->shape = impl_->shape;
-  impl->f32 = impl_->f32;
-  impl->f64 = impl_->f64;
+  impl->storage = std::make_shared<Storage>(*impl_->storage);  // a copy: a new storage
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::share_storage() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = impl_->dtype;
+  impl->shape = impl_->shape;
+  impl->storage = impl_->storage;
   return Tensor(std::move(impl));
 }
 

@@ -31,11 +31,18 @@ std::string shape_string(const Shape& s);
 
 struct Node;  // autograd.h: a recorded operation of the graph
 
+// The element buffer. Usually one tensor owns it; Tensor::share_storage() makes a second tensor (another
+// identity) on the same buffer, so an in-place change through either is seen by both (black-box, LibTorch
+// 1.13: two parameters' grads can end up on one storage, see ops::sum and SEM-3.1).
+struct Storage {
+  std::vector<float> f32;   // the elements when dtype == Float32
+  std::vector<double> f64;  // the elements when dtype == Float64
+};
+
 struct TensorImpl {
   DType dtype = DType::Float32;
   Shape shape;
-  std::vector<float> f32;   // the storage when dtype == Float32
-  std::vector<double> f64;  // the storage when dtype == Float64
+  std::shared_ptr<Storage> storage = std::make_shared<Storage>();  // never null
 
   // Autograd slots (SEMANTICS §2, §3).
   bool requires_grad = false;
@@ -94,17 +101,22 @@ class Tensor {
   void detach_();        // drops grad_fn and requires_grad (SEM-4.1)
   void copy_values_from(const Tensor& src);  // same shape and dtype; values only
 
-  // Out of place: a new impl with the same values, no autograd history.
+  // Out of place: a new impl with the same values in a new storage, no autograd history.
   Tensor clone() const;
+
+  // A new impl (a different tensor, SEM-1.1) on this tensor's storage: same dtype, shape and values, no
+  // autograd history, version 0; in-place changes through either are seen by both.
+  Tensor share_storage() const;
+  bool shares_storage_with(const Tensor& other) const { return impl_->storage == other.impl_->storage; }
 
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
 
-template <> inline float* Tensor::data<float>() { return impl_->f32.data(); }
-template <> inline double* Tensor::data<double>() { return impl_->f64.data(); }
-template <> inline const float* Tensor::data<float>() const { return impl_->f32.data(); }
-template <> inline const double* Tensor::data<double>() const { return impl_->f64.data(); }
+template <> inline float* Tensor::data<float>() { return impl_->storage->f32.data(); }
+template <> inline double* Tensor::data<double>() { return impl_->storage->f64.data(); }
+template <> inline const float* Tensor::data<float>() const { return impl_->storage->f32.data(); }
+template <> inline const double* Tensor::data<double>() const { return impl_->storage->f64.data(); }
 
 // Calls f(T{}) with T = float or double according to dtype: one body serves both dtypes.
 template <class F>
