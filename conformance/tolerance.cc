@@ -542,7 +542,9 @@ void backward_scales(std::vector<Node>& nodes, const std::vector<double>& seed, 
           double mx = -std::numeric_limits<double>::infinity(), bmax = 0;
           for (int64_t j = 0; j < classes; ++j) {
             mx = std::max(mx, x.v[i * classes + j]);
-            bmax = std::max(bmax, x.b[i * classes + j]);
+            // An infinite logit's own scale is infinite, but its softmax is exactly 0 or 1 (or NaN): it
+            // carries no rounding into the other classes' gradients, so only finite scales count.
+            if (std::isfinite(x.b[i * classes + j])) bmax = std::max(bmax, x.b[i * classes + j]);
           }
           double z = 0;
           for (int64_t j = 0; j < classes; ++j) z += std::exp(x.v[i * classes + j] - mx);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -399,6 +401,104 @@ TEST(Autograd, VersionsMoveOnInPlaceChangesOnly) {
   EXPECT_EQ(x.version(), v0 + 2);
   Tensor alias = x;
   EXPECT_EQ(alias.version(), x.version());  // one counter per tensor, shared by its handles
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Storage sharing between grads (black-box, LibTorch 1.13): a sum over a 0-d input passes on a new tensor
+// on the incoming grad's storage, and a first contribution nobody else holds is taken over (SEM-3.1). So
+// two 0-d leaves behind two sums get two grads (two identities) on one storage, and each in-place
+// accumulation (SEM-3.2) is seen by both.
+
+Tensor scalar_param(double v, DType dtype = DType::Float32) {
+  Tensor t = Tensor::scalar(dtype, v);
+  t.set_requires_grad(true);
+  return t;
+}
+
+TEST(Autograd, SEM_3_1_SumsOfTwo0dLeavesLeaveGradsOnOneStorage) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor p0 = scalar_param(0, dtype), p1 = scalar_param(0, dtype);
+    Tensor y = ops::add(ops::sum(p0), ops::sum(p1));
+    backward(y);
+    ASSERT_TRUE(p0.grad().defined() && p1.grad().defined());
+    EXPECT_FALSE(p0.grad().is_same(p1.grad()));          // two tensors ...
+    EXPECT_TRUE(p0.grad().shares_storage_with(p1.grad()));  // ... on one storage
+    backward(y);  // in place into each: 1 + 1 + 1 (the oracle's 3 and 3)
+    EXPECT_EQ(p0.grad().to_values(), V{3});
+    EXPECT_EQ(p1.grad().to_values(), V{3});
+  }
+}
+
+TEST(Autograd, SEM_3_1_SharedGradStorageThroughScalingAndExplicitGradient) {
+  Tensor p0 = scalar_param(0), p1 = scalar_param(0), p2 = scalar_param(0);
+  // the tensor fanned out by add may come from mul_scalar, neg, an outer sum or an explicit gradient
+  Tensor y = ops::neg(ops::mul_scalar(ops::add(ops::add(ops::sum(p0), ops::sum(p1)), ops::sum(ops::sum(p2))), 2));
+  Tensor g = Tensor::scalar(DType::Float32, 0.5);
+  backward(y, &g, /*retain_graph=*/true);
+  EXPECT_TRUE(p0.grad().shares_storage_with(p1.grad()));
+  EXPECT_TRUE(p0.grad().shares_storage_with(p2.grad()));
+  EXPECT_EQ(p0.grad().to_values(), V{-1});
+  EXPECT_EQ(g.to_values(), V{0.5});  // the caller's gradient is not written
+  Tensor held = p0.grad();
+  p0.reset_grad();  // SEM-4.2: p0 gets a new grad; p1's in-place accumulation still reaches the held one
+  backward(y, &g, /*retain_graph=*/true);
+  EXPECT_FALSE(p0.grad().shares_storage_with(held));
+  EXPECT_EQ(held.to_values(), V{-3});  // -1, then -1 into p1 and -1 into p2
+  EXPECT_EQ(p0.grad().to_values(), V{-1});
+}
+
+TEST(Autograd, SEM_3_1_NoSharedGradStorageWhereTheOracleHasNone) {
+  auto shares_after_two_backwards = [](const Shape& shape, auto loss_of) {
+    Tensor p0 = Tensor::zeros(DType::Float32, shape), p1 = Tensor::zeros(DType::Float32, shape);
+    p0.set_requires_grad(true);
+    p1.set_requires_grad(true);
+    Tensor y = loss_of(p0, p1);
+    backward(y, nullptr, /*retain_graph=*/false, /*create_graph=*/false);
+    bool shares = p0.grad().shares_storage_with(p1.grad());
+    backward(y);
+    EXPECT_EQ(std::abs(p0.grad().at(0)), std::abs(p1.grad().at(0)));  // no leak from one into the other
+    return shares;
+  };
+  auto sum_sum = [](const Tensor& a, const Tensor& b) { return ops::add(ops::sum(a), ops::sum(b)); };
+  auto mean_mean = [](const Tensor& a, const Tensor& b) { return ops::add(ops::mean(a), ops::mean(b)); };
+  auto add_direct = [](const Tensor& a, const Tensor& b) { return ops::sum(ops::add(a, b)); };
+  auto sum_and_leaf = [](const Tensor& a, const Tensor& b) { return ops::add(ops::sum(a), b); };
+  auto sub_sums = [](const Tensor& a, const Tensor& b) { return ops::sub(ops::sum(a), ops::sum(b)); };
+  auto scaled_sums = [](const Tensor& a, const Tensor& b) {
+    return ops::add(ops::mul_scalar(ops::sum(a), 2), ops::mul_scalar(ops::sum(b), 2));
+  };
+  EXPECT_TRUE(shares_after_two_backwards({}, sum_sum));
+  EXPECT_FALSE(shares_after_two_backwards({1}, sum_sum));     // one element but not 0-d
+  EXPECT_FALSE(shares_after_two_backwards({1, 1}, sum_sum));
+  EXPECT_FALSE(shares_after_two_backwards({2, 3}, sum_sum));
+  EXPECT_FALSE(shares_after_two_backwards({}, mean_mean));
+  EXPECT_FALSE(shares_after_two_backwards({}, add_direct));   // add hands both leaves one tensor: copied
+  EXPECT_FALSE(shares_after_two_backwards({}, sum_and_leaf));
+  EXPECT_FALSE(shares_after_two_backwards({}, sub_sums));     // p1 receives -g, a new tensor
+  EXPECT_FALSE(shares_after_two_backwards({}, scaled_sums));
+}
+
+TEST(Autograd, SEM_3_3_CreateGraphGradsDoNotShareStorage) {
+  Tensor p0 = scalar_param(0), p1 = scalar_param(0);
+  Tensor y = ops::add(ops::sum(p0), ops::sum(p1));
+  backward(y, nullptr, /*retain_graph=*/true, /*create_graph=*/true);
+  EXPECT_FALSE(p0.grad().shares_storage_with(p1.grad()));
+  EXPECT_EQ(p0.grad().to_values(), V{1});
+}
+
+TEST(Tensor, ShareStorageIsANewTensorOnTheSameValues) {
+  Tensor a = Tensor::from_values(DType::Float64, {2}, {1, 2});
+  Tensor b = a.share_storage();
+  EXPECT_FALSE(a.is_same(b));
+  EXPECT_TRUE(a.shares_storage_with(b));
+  a.zero_();
+  EXPECT_EQ(b.to_values(), (V{0, 0}));
+  b.copy_values_from(Tensor::from_values(DType::Float64, {2}, {3, 4}));  // in place: a sees it
+  EXPECT_EQ(a.to_values(), (V{3, 4}));
+  Tensor c = a.clone();  // clone copies
+  EXPECT_FALSE(c.shares_storage_with(a));
+  c.set_at(0, 9);
+  EXPECT_EQ(a.at(0), 3);
 }
 
 }  // namespace
