@@ -220,10 +220,35 @@ OptimizerOptions observe_options(OptimizerKind kind, const torch::optim::Optimiz
   return o;
 }
 
+// LibTorch reports warnings (e.g. create_graph's note on a reference cycle) on stderr through glog. The oracle
+// is a measuring instrument driven by programs that do such things on purpose: its warnings are dropped, so the
+// command line's output and a driver's stderr stay readable. (The handler API changed in 2.x.)
+#if TORCH_VERSION_MAJOR < 2
+class DropWarnings : public c10::WarningHandler {
+ public:
+  void process(const c10::SourceLocation&, const std::string&, const bool) override {}
+};
+void drop_torch_warnings() {
+  static DropWarnings handler;
+  c10::Warning::set_warning_handler(&handler);
+}
+#else
+class DropWarnings : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning&) override {}
+};
+void drop_torch_warnings() {
+  static DropWarnings handler;
+  c10::WarningUtils::set_warning_handler(&handler);
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------------------
 
 class TorchEngine : public Engine {
  public:
+  TorchEngine() { drop_torch_warnings(); }
+
   std::string name() const override { return torch_version_string(); }
 
   void add_parameter(const ParamSpec& spec) override {
