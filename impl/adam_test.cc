@@ -7,19 +7,10 @@
 
 #include "impl/adam.h"
 #include "impl/adamw.h"
+#include "impl/test_params.h"
 
 namespace lockstep::impl {
 namespace {
-
-Tensor make_param(std::vector<double> values, DType dtype = DType::Float64) {
-  Tensor t = Tensor::from_values(dtype, {static_cast<int64_t>(values.size())}, values);
-  t.set_requires_grad(true);
-  return t;
-}
-
-void set_grad(Tensor& p, std::vector<double> values) {
-  p.set_grad(Tensor::from_values(p.dtype(), p.shape(), values));
-}
 
 // The SEM-6.3/6.4 box for one element in double, the reference for float64 tests.
 struct RefAdam {

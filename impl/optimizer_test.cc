@@ -10,24 +10,15 @@
 #include "impl/autograd.h"  // Node: to make a non-leaf tensor
 #include "impl/optimizer.h"
 #include "impl/sgd.h"
+#include "impl/test_params.h"
 
 namespace lockstep::impl {
 namespace {
-
-Tensor make_param(std::vector<double> values, DType dtype = DType::Float64) {
-  Tensor t = Tensor::from_values(dtype, {static_cast<int64_t>(values.size())}, values);
-  t.set_requires_grad(true);
-  return t;
-}
 
 Tensor make_non_leaf() {
   Tensor t = make_param({1, 2});
   t.impl()->grad_fn = std::make_shared<Node>();
   return t;
-}
-
-void set_grad(Tensor& p, std::vector<double> values) {
-  p.set_grad(Tensor::from_values(p.dtype(), p.shape(), values));
 }
 
 // Runs `make` and returns the Error it throws (fails the test if it throws nothing).

@@ -6,19 +6,10 @@
 #include <limits>
 
 #include "impl/sgd.h"
+#include "impl/test_params.h"
 
 namespace lockstep::impl {
 namespace {
-
-Tensor make_param(std::vector<double> values, DType dtype = DType::Float64) {
-  Tensor t = Tensor::from_values(dtype, {static_cast<int64_t>(values.size())}, values);
-  t.set_requires_grad(true);
-  return t;
-}
-
-void set_grad(Tensor& p, std::vector<double> values) {
-  p.set_grad(Tensor::from_values(p.dtype(), p.shape(), values));
-}
 
 TEST(SGD, Sem5_3_PlainStep) {
   Tensor p = make_param({1, -2});
