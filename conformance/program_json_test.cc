@@ -337,29 +337,12 @@ TEST(ProgramJson, ProgramFromJsonThrowsProgramErrorWithThePointer) {
 
 // The files the command-line tests use too.
 TEST(ProgramJson, BadFilesNameTheFileAndThePointer) {
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {"invalid_json.json", ""},
-      {"duplicate_key.json", "/params/0/name"},
-      {"unknown_op.json", "/actions/0/loss/args/0/op"},
-      {"unknown_action.json", "/actions/1/action"},
-      {"unknown_param.json", "/loss/args/0/args/1/name"},
-      {"wrong_value_count.json", "/params/0/values"},
-      {"shape_mismatch.json", "/loss/args/0"},
-      {"too_many_elements.json", "/params/1/shape"},
-      {"negative_index.json", "/loss/targets/1"},
-      {"non_integer_index.json", "/loss/args/0/indices/1"},
-      {"unknown_field.json", "/actions/0/no_grda"},
-      {"wrong_type.json", "/params/0/shape"},
-      {"missing_field.json", "/params/0"},
-      {"unknown_dtype.json", "/params/0/dtype"},
-      {"unknown_optimizer.json", "/optimizer/type"},
-      {"sgd_without_lr.json", "/optimizer/defaults"},
-      {"option_of_other_optimizer.json", "/optimizer/defaults/betas"},
-      {"optimizer_unknown_param.json", "/optimizer/params/1"},
-      {"gradient_size.json", "/actions/1/gradient"},
-      {"set_options_without_optimizer.json", "/actions/0"},
-      {"too_deep.json", "/loss/args/0" + [] { std::string s; for (int i = 0; i < 63; ++i) s += "/args/0"; return s; }()},
-  };
+  // One list of files and pointers, shared with the command-line tests (tools/cli_test.cc).
+  std::ifstream in(kBadDir + "expected_pointers.json");
+  const ordered_json expected = ordered_json::parse(in);
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& [name, pointer] : expected.at("files").items()) files.emplace_back(name, pointer.get<std::string>());
+  ASSERT_EQ(files.size(), 21u);
   for (const auto& [name, pointer] : files) {
     SCOPED_TRACE(name);
     const std::string path = kBadDir + name;
