@@ -25,7 +25,7 @@
 
 namespace lockstep::impl {
 
-// Error kinds thrown by autograd (the strings of conformance/trace.h's error_kind).
+// Error kinds thrown by autograd (the strings of conformance/program/trace.h's error_kind).
 namespace autograd_error {
 inline constexpr const char* kBackwardThroughFreedGraph = "backward_through_freed_graph";  // SEM-2.5
 inline constexpr const char* kNoGradFn = "no_grad_fn";                                     // SEM-2.3

@@ -1,4 +1,4 @@
-// impl/engine_adapter.h: the clean-room implementation (impl/) as a conformance Engine (conformance/engine.h).
+// impl/engine_adapter.h: the clean-room implementation (impl/) as a conformance Engine (conformance/run/engine.h).
 //
 // Every action runs on impl's own tensors, autograd (autograd.h), ops (ops.h) and optimizers (sgd.h,
 // adam.h, adamw.h); impl::Error leaves as EngineError with the same kind and message. The adapter makes
@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "conformance/engine.h"
+#include "conformance/run/engine.h"
 
 namespace lockstep {
 

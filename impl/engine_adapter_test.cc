@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/interpreter.h"
+#include "conformance/run/interpreter.h"
 
 namespace lockstep {
 namespace {

@@ -4,7 +4,7 @@
 //
 // impl/error.h: the one error type that impl/ throws for semantic failures (SEMANTICS §8 error kinds).
 //
-// `kind` is a normalised kind string, the same strings as conformance/trace.h's error_kind
+// `kind` is a normalised kind string, the same strings as conformance/program/trace.h's error_kind
 // ("invalid_option", "non_leaf_parameter", "duplicate_parameter", "no_grad_fn", ...); what() is the message,
 // worded like LibTorch's. impl/ does not include the conformance headers, so the kinds are plain strings.
 //

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "conformance/generators.h"
-#include "conformance/interpreter.h"
-#include "conformance/trace_json.h"
+#include "conformance/generate/generators.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/program/trace_json.h"
 #include "impl/engine_adapter.h"
 
 namespace lockstep {

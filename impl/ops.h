@@ -1,4 +1,4 @@
-// impl/ops.h: the differentiable operations of impl/ (every Op of conformance/program.h and the helpers
+// impl/ops.h: the differentiable operations of impl/ (every Op of conformance/program/program.h and the helpers
 // their backward formulas need), forward and backward side by side in ops_*.cc.
 //
 // Every op makes a new tensor (SEM-1.2) of its operands' dtype and computes in that dtype (SEM-1.3);

@@ -30,7 +30,7 @@
 
 namespace lockstep::impl {
 
-// Error kinds thrown by the optimizers (the strings of conformance/trace.h's error_kind).
+// Error kinds thrown by the optimizers (the strings of conformance/program/trace.h's error_kind).
 namespace optimizer_error {
 inline constexpr const char* kInvalidOption = "invalid_option";          // SEM-5.2, SEM-6.1
 inline constexpr const char* kNonLeafParameter = "non_leaf_parameter";   // SEM-7.3

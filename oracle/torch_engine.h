@@ -1,4 +1,4 @@
-// LibTorch as the oracle Engine (conformance/engine.h): every action is performed with LibTorch's C++ API
+// LibTorch as the oracle Engine (conformance/run/engine.h): every action is performed with LibTorch's C++ API
 // (torch::Tensor, autograd, torch::optim::SGD/Adam/AdamW) and observed as SEMANTICS §8 describes.
 //
 // This header includes no torch header, so any folder may use it; only oracle/*.cc include torch.
@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "conformance/engine.h"
+#include "conformance/run/engine.h"
 
 namespace lockstep {
 

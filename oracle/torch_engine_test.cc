@@ -8,8 +8,8 @@
 #include <cmath>
 #include <functional>
 
-#include "conformance/program.h"
-#include "conformance/trace.h"
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
 #include "oracle/torch_bench.h"
 
 namespace lockstep {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,7 +69,7 @@ TEST(Cli, UsageErrorsExitTwo) {
 
 // Every bad program file: exit 2, one message naming the file and the JSON pointer, nothing on stdout but it.
 TEST(Cli, BadProgramsNameTheFileAndPointer) {
-  // The same list of files and pointers as conformance/program_json_test.cc.
+  // The same list of files and pointers as conformance/program/program_json_test.cc.
   const nlohmann::json expected =
       nlohmann::json::parse(read_file(source("conformance/testdata/bad/expected_pointers.json")));
   std::vector<std::pair<std::string, std::string>> cases;
@@ -141,6 +142,29 @@ TEST(Cli, SameSeedSameReportBytes) {
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(a)) files += e.is_regular_file() ? 1 : 0;
   EXPECT_EQ(files, 3u) << "temporary files left behind";
+}
+
+// A driver that cannot start ends the run once, quickly, with exit 2, its stderr, and no report; not one
+// failure per fixture (fixtures/PROTOCOL.md section 2a).
+TEST(Cli, DriverThatCannotStartStopsTheRunOnce) {
+  fs::path dir = temp_dir("startup");
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = run("replay --fixtures " + source("fixtures/corpus") +
+                 " --engine 'sh -c \"echo boom >&2; exit 3\"' --report-dir " + dir.string());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("boom"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failed to start"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exit 3"), std::string::npos) << r.out;  // names the command
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;     // no per-case failures
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_TRUE(fs::is_empty(dir)) << "a report was written";
+
+  Result live = run("run --engine 'sh -c \"echo boom >&2; exit 3\"' --count 20 --report-dir " + dir.string());
+  EXPECT_EQ(live.exit_code, 2) << live.out;
+  EXPECT_NE(live.out.find("boom"), std::string::npos) << live.out;
+  EXPECT_EQ(live.out.find("FAIL"), std::string::npos) << live.out;
+  EXPECT_TRUE(fs::is_empty(dir)) << "a report was written";
 }
 
 }  // namespace

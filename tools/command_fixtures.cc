@@ -1,6 +1,6 @@
 // `lockstep fixtures generate`: the golden corpus (fixtures/corpus) from the oracle, deterministically.
 //
-// Three parts, each a folder of one JSON file per fixture (conformance/fixture.h):
+// Three parts, each a folder of one JSON file per fixture (conformance/run/fixture.h):
 //   corpus/cases/         every named case (conformance/cases), id = the case's id
 //   corpus/gradient_fed/  optimizer programs whose gradients are given directly (no autograd needed)
 //   corpus/random/        seeded random programs, picked until every feature tag is covered; id = a hash of
@@ -17,13 +17,13 @@
 
 #include <fmt/format.h>
 
-#include "conformance/atomic_file.h"
-#include "conformance/fixture.h"
-#include "conformance/generators.h"
-#include "conformance/interpreter.h"
-#include "conformance/named_case.h"
-#include "conformance/program_json.h"
-#include "conformance/shrink.h"
+#include "conformance/report/atomic_file.h"
+#include "conformance/run/fixture.h"
+#include "conformance/generate/generators.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/run/named_case.h"
+#include "conformance/program/program_json.h"
+#include "conformance/generate/shrink.h"
 #include "oracle/torch_engine.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"

@@ -12,12 +12,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "conformance/atomic_file.h"
-#include "conformance/generators.h"
-#include "conformance/interpreter.h"
-#include "conformance/known_discrepancies.h"
-#include "conformance/named_case.h"
-#include "conformance/shrink.h"
+#include "conformance/report/atomic_file.h"
+#include "conformance/generate/generators.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/compare/known_discrepancies.h"
+#include "conformance/run/named_case.h"
+#include "conformance/generate/shrink.h"
 #include "impl/mutants.h"
 #include "tools/commands.h"
 #include "tools/engines.h"

@@ -1,5 +1,4 @@
-// `lockstep replay`: an engine (in-process, or a driver command) against the golden fixtures, offline; and
-// `lockstep run --engine 'COMMAND'`: a driver against the oracle, live, on named cases and random programs.
+// `lockstep replay`: an engine (in-process, or a driver command) against the golden fixtures, offline.
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -7,15 +6,15 @@
 
 #include <fmt/format.h>
 
-#include "conformance/atomic_file.h"
-#include "conformance/external_driver.h"
-#include "conformance/fixture.h"
-#include "conformance/generators.h"
-#include "conformance/interpreter.h"
-#include "conformance/named_case.h"
-#include "conformance/program_json.h"
-#include "conformance/replay.h"
-#include "conformance/report.h"
+#include "conformance/report/atomic_file.h"
+#include "conformance/run/external_driver.h"
+#include "conformance/run/fixture.h"
+#include "conformance/generate/generators.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/run/named_case.h"
+#include "conformance/program/program_json.h"
+#include "conformance/run/replay.h"
+#include "conformance/report/report.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
@@ -122,6 +121,13 @@ int finish(const std::vector<ReplayCaseResult>& results, const ReplayConfig& con
   return s.ok() ? kExitOk : kExitDiscrepancies;
 }
 
+// The driver cannot start (external_driver.h, PROTOCOL.md 2a): the run ends once, here, with exit status 2, its
+// message (the command, how it ended, its stderr) and no report, instead of failing every case.
+int stop_on_driver_startup_failure(const char* command, const ExternalDriver& driver) {
+  std::cerr << command << ": " << driver.startup_failure() << "\n";
+  return kExitInputError;
+}
+
 }  // namespace
 
 int command_replay(const ReplayArgs& args) {
@@ -155,6 +161,7 @@ int command_replay(const ReplayArgs& args) {
     if (!args.only.empty() && !glob_match(args.only, f.id)) continue;
     ReplayCaseResult r = builtin ? replay_in_process(f, [&] { return make_engine(args.engine); }, config)
                                  : replay_on_driver(f, *driver, config);
+    if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
     print_result(r, args.verbose);
     results.push_back(std::move(r));
   }
@@ -178,82 +185,6 @@ int command_replay(const ReplayArgs& args) {
   }
   if (driver && driver->starts() > 1) fmt::print("the driver was started {} times\n", driver->starts());
   return finish(results, config, t0, fmt::format("replay of {} fixtures on {}", results.size(), engine_name));
-}
-
-int command_run_external(const RunExternalArgs& args) {
-  const auto t0 = Clock::now();
-  std::vector<NamedCase> cases;
-  ReplayConfig config;
-  try {
-    cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    config = load_config(args.expected_failures_file, args.tolerance_file);
-  } catch (const InputError& e) {
-    std::cerr << "lockstep run: " << e.what() << "\n";
-    return kExitInputError;
-  }
-  DriverOptions options;
-  options.timeout = std::chrono::milliseconds(std::max<int64_t>(1, args.timeout_ms));
-  ExternalDriver driver(args.command, options);
-  std::vector<ReplayCaseResult> results;
-  std::string oracle_name;
-
-  auto run_one = [&](const std::string& id, const Program& program, const nlohmann::ordered_json& program_json) {
-    Fixture f;
-    f.id = id;
-    f.program = program;
-    f.program_json = program_json;
-    try {
-      auto oracle = make_engine("oracle");
-      oracle_name = oracle->name();
-      f.expected = run_program(program, *oracle);
-    } catch (const std::exception& e) {
-      ReplayCaseResult r;
-      r.id = id;
-      r.status = ReplayStatus::Failed;
-      r.failure_category = "oracle_exception";
-      r.failure = std::string("the oracle threw: ") + e.what();
-      print_result(r, false);
-      results.push_back(std::move(r));
-      return;
-    }
-    f.tags = feature_tags(program, &f.expected);
-    ReplayCaseResult r = replay_on_driver(f, driver, config);
-    print_result(r, false);
-    results.push_back(std::move(r));
-  };
-
-  for (const NamedCase& c : cases) {
-    if (!args.only_case.empty() && c.id != args.only_case) continue;
-    if (args.only_index >= 0) continue;
-    run_one(c.id, c.program, c.program_json);
-  }
-  if (args.only_case.empty()) {
-    GenOptions gen;
-    gen.max_size = args.max_size;
-    gen.special_values = args.special_values;
-    RandomPrograms programs(args.seed, gen);
-    for (int64_t i = 0; i < args.count; ++i) {
-      if (args.only_index >= 0 && i != args.only_index) continue;
-      Program p = programs.at(static_cast<uint64_t>(i)).value();
-      run_one(fmt::format("random-{}", i), p, program_to_json(p));
-    }
-  }
-  std::string prefix = fmt::format("lockstep run --engine {} --seed {} --count {} --max-size {}{}",
-                                   shell_quote(args.command), args.seed, args.count, args.max_size,
-                                   args.special_values ? " --special-values" : "");
-  try {
-    write_reports(args.report_dir, to_run_report(results, oracle_name, args.command, args.seed,
-                                [&](const std::string& id) {
-                                  if (id.rfind("random-", 0) == 0) return prefix + " --index " + id.substr(7);
-                                  return prefix + " --count 0 --case " + shell_quote(id);
-                                }),
-                  "report");
-  } catch (const std::exception& e) {
-    std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
-    return kExitInputError;
-  }
-  return finish(results, config, t0, fmt::format("{} programs on '{}' against {}", results.size(), args.command,
-                                                 oracle_name));
 }
 
 }  // namespace lockstep::tools

@@ -1,12 +1,14 @@
-// `lockstep run`: the named cases, then N random programs, on the engine under test.
+// `lockstep run`: the named cases, then N random programs, on the implementation under test, against LibTorch.
 //
-// On impl (or any in-process engine but the oracle) every program runs in lockstep with LibTorch
-// (conformance/lockstep_runner.h): after each action the engines are compared, then impl is re-synchronised
-// to the oracle's numbers; --free-running skips the re-synchronisation and reports the error growth. A
-// failing random program is shrunk (conformance/shrink.h) before it is reported. Named cases also check
-// their claims (conformance/named_case.h). On the oracle itself, the claims are checked and the random
-// programs are run twice on two oracle instances (free-running), which checks the harness and the
-// oracle's determinism.
+// One loop for every implementation (conformance/run/tested_implementation.h): impl (the default) and any in-process
+// engine run in lockstep with LibTorch (conformance/run/lockstep_runner.h): after each action the engines
+// are compared, then the engine is re-synchronised to the oracle's numbers; --free-running skips the
+// re-synchronisation. A driver command (fixtures/PROTOCOL.md) runs whole programs, compared record by record
+// with the error budget (conformance/compare/error_budget.h). Named cases check their claims on the
+// implementation's own trace. A failing random program is shrunk (conformance/generate/shrink.h) by re-running
+// candidates through the same implementation, driver included, and reported with the shrunk program, the
+// first differing action and field, the driver's stderr and a reproduce command. `--engine oracle` is the
+// self-check: LibTorch against a second LibTorch, free-running (the harness and LibTorch's determinism).
 #include <unistd.h>
 
 #include <chrono>
@@ -15,14 +17,16 @@
 
 #include <fmt/format.h>
 
-#include "conformance/generators.h"
-#include "conformance/interpreter.h"
-#include "conformance/known_discrepancies.h"
-#include "conformance/lockstep_runner.h"
-#include "conformance/named_case.h"
-#include "conformance/program_json.h"
-#include "conformance/report.h"
-#include "conformance/shrink.h"
+#include "conformance/generate/generators.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/compare/known_discrepancies.h"
+#include "conformance/run/lockstep_runner.h"
+#include "conformance/run/replay.h"
+#include "conformance/run/tested_implementation.h"
+#include "conformance/run/named_case.h"
+#include "conformance/program/program_json.h"
+#include "conformance/report/report.h"
+#include "conformance/generate/shrink.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
 #include "tools/lockstep_session.h"
@@ -66,11 +70,19 @@ int command_run(const RunArgs& args) {
   const auto t0 = Clock::now();
   std::vector<NamedCase> cases;
   KnownDiscrepancies known;
+  std::vector<ExpectedFailure> expected_failures;
+  Tolerance tolerance;
   try {
     cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
     std::string known_file = args.known_discrepancies_file.empty() ? default_known_discrepancies_file()
                                                                    : args.known_discrepancies_file;
     known = load_known_discrepancies(known_file);
+    if (!args.expected_failures_file.empty()) expected_failures = read_expected_failures(args.expected_failures_file);
+    if (!args.tolerance_file.empty()) {
+      ReplayConfig config;
+      config.tolerance_overrides = read_tolerance_overrides(args.tolerance_file);
+      tolerance = config.tolerance_for("*");
+    }
   } catch (const std::exception& e) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
@@ -84,15 +96,30 @@ int command_run(const RunArgs& args) {
     }
   }
 
+  const bool builtin = is_engine_name(args.engine);
   const bool against_itself = args.engine == "oracle";
+  if (!builtin && !args.mutant.empty()) {
+    std::cerr << "lockstep run: --mutant selects a mutant of an in-process engine; a driver selects its own "
+                 "(lockstep-impl-driver --mutant NAME)\n";
+    return kExitInputError;
+  }
   LockstepOptions options;
-  // The oracle cannot be re-synchronised: against itself it runs free.
-  options.mode = args.free_running || against_itself ? RunMode::FreeRunning : RunMode::Lockstep;
-  auto make_under_test = [&] { return make_engine(args.engine, args.mutant); };
+  options.tolerance = tolerance;
+  // The oracle cannot be re-synchronised, nor can a driver: they run free.
+  options.mode = args.free_running || against_itself || !builtin ? RunMode::FreeRunning : RunMode::Lockstep;
+  EngineFactory make_oracle = [] { return make_engine("oracle"); };
+  std::unique_ptr<TestedImplementation> subject;
+  if (builtin) {
+    subject = in_process_implementation(make_oracle, [&] { return make_engine(args.engine, args.mutant); }, options);
+  } else {
+    DriverOptions driver_options;
+    driver_options.timeout = std::chrono::milliseconds(args.timeout_ms);
+    subject = driver_implementation(make_oracle, args.engine, driver_options, tolerance);
+  }
 
   RunReport report;
-  report.oracle_engine = make_engine("oracle")->name();
-  report.under_test_engine = make_under_test()->name();
+  report.oracle_engine = make_oracle()->name();
+  report.under_test_engine = builtin ? subject->name() : args.engine;
   report.seed = args.seed;
   report.count = args.count;
   report.max_size = args.max_size;
@@ -100,31 +127,72 @@ int command_run(const RunArgs& args) {
 
   std::string prefix = fmt::format("lockstep run --engine {}{}", shell_quote(args.engine),
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));
-  if (options.mode == RunMode::FreeRunning && !against_itself) prefix += " --free-running";
+  if (args.free_running && builtin && !against_itself) prefix += " --free-running";
+  if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(args.cases_dir);
+  if (!args.known_discrepancies_file.empty()) prefix += " --known-discrepancies " + shell_quote(args.known_discrepancies_file);
+  if (!args.expected_failures_file.empty()) prefix += " --expected-failures " + shell_quote(args.expected_failures_file);
+  if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
 
-  auto run_pair = [&](const Program& p) { return run_against_oracle(p, make_under_test, options); };
+  // A case's report; a failure that the known discrepancies or an expected-failure entry explain is known.
+  auto case_report = [&](const std::string& id, LockstepResult result, std::optional<Program> program,
+                         const std::string& reproduce) {
+    CaseReport r = make_case_report(id, std::move(result), std::move(program), reproduce, &known);
+    if (r.status == CaseStatus::Failed && !expected_failures.empty()) {
+      ReplayConfig config;
+      config.expected_failures = expected_failures;
+      std::vector<std::string> paths;
+      for (const Difference& d : r.result.differences) paths.push_back(d.path);
+      if (const ExpectedFailure* e = config.expected_failure_for(id, paths)) {
+        r.status = CaseStatus::Known;
+        r.known_reason = fmt::format("expected failure ({}): {}", e->category, e->reason);
+      }
+    }
+    if (r.status == CaseStatus::Passed && !r.result.skipped.empty()) {
+      r.status = CaseStatus::Known;
+      r.known_reason = "skipped: " + r.result.skipped;
+    }
+    return r;
+  };
+  auto fatal = [&]() -> bool {
+    const std::string why = subject->fatal_error();
+    if (why.empty()) return false;
+    std::cerr << "lockstep run: the driver cannot start: " << why << "\n";
+    return true;
+  };
 
   Tally named, random;
   fmt::print("lockstep run: {} against {} ({} mode)\n", report.under_test_engine, report.oracle_engine,
              run_mode_name(options.mode));
 
-  // Named cases: the claim checks on the engine under test, and lockstep against the oracle.
+  // Named cases: the claim checks on the implementation's own trace, then the comparison with the oracle.
   if (args.only_index < 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
-      LockstepResult result = run_named_case(c, make_under_test, options);
-      CaseReport r = make_case_report(c.id, std::move(result), c.program,
-                                      prefix + " --count 0 --case " + shell_quote(c.id), &known);
+      LockstepResult result = subject->run(c.id, c.program);
+      if (fatal()) return kExitInputError;
+      if (result.skipped.empty()) {
+        std::string why;
+        std::optional<Trace> own = subject->trace(c.id, c.program, why);
+        std::vector<std::string> claim_failures = own ? check_case(c, *own) : std::vector<std::string>{why};
+        if (!claim_failures.empty()) {
+          result.passed = false;
+          std::string text = "claim checks failed:";
+          for (const auto& f : claim_failures) text += "\n  " + f;
+          result.engine_failure = result.engine_failure.empty() ? text : result.engine_failure + "\n" + text;
+        }
+      }
+      CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);
       if (r.status != CaseStatus::Passed)
         fmt::print("  {}  {}: {}\n", r.status == CaseStatus::Failed ? "FAIL " : "known", c.id,
-                   r.result.failure_summary());
+                   r.known_reason.empty() ? r.result.failure_summary() : r.known_reason);
       report.cases.push_back(std::move(r));
     }
   }
 
-  // Random programs: program i is a pure function of (seed, i).
+  // Random programs: program i is a pure function of (seed, i). --index runs that one program whatever
+  // --count says.
   if (args.only_case.empty()) {
     GenOptions gen;
     gen.max_size = args.max_size;
@@ -132,25 +200,39 @@ int command_run(const RunArgs& args) {
     RandomPrograms programs(args.seed, gen);
     std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
                                             args.special_values ? " --special-values" : "");
-    Progress progress(args.count);
-    for (int64_t i = 0; i < args.count; ++i) {
-      if (args.only_index >= 0 && i != args.only_index) continue;
+    const int64_t first = args.only_index >= 0 ? args.only_index : 0;
+    const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
+    Progress progress(end - first);
+    for (int64_t i = first; i < end; ++i) {
       std::string id = fmt::format("random-{}", i);
       rc::Shrinkable<Program> shrinkable = programs.at(static_cast<uint64_t>(i));
       Program program = shrinkable.value();
-      LockstepResult result = run_pair(program);
-      CaseReport r = make_case_report(id, result, program, random_prefix + fmt::format(" --index {}", i), &known);
+      LockstepResult result = subject->run(id, program);
+      if (fatal()) return kExitInputError;
+      const std::string reproduce = random_prefix + fmt::format(" --index {}", i);
+      CaseReport r = case_report(id, result, program, reproduce);
       if (r.status == CaseStatus::Failed) {
-        // Shrink to the smallest program that still fails (and is not explained by a known entry).
+        // Shrink to the smallest program that still fails (and is not explained by a known entry), re-running
+        // every candidate through the same implementation.
         ShrinkStats stats;
         auto still_fails = [&](const Program& candidate) {
-          return is_unexplained_failure(id, run_pair(candidate), &known);
+          return case_report(id, subject->run(id, candidate), std::nullopt, "").status == CaseStatus::Failed;
         };
         Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
-        r = make_case_report(id, run_pair(shrunk), shrunk, r.reproduce_command, &known);
+        LockstepResult shrunk_result = subject->run(id, shrunk);
+        CaseReport s = case_report(id, shrunk_result, shrunk, reproduce);
+        if (s.status == CaseStatus::Failed) {
+          s.original_program = program;
+          r = std::move(s);
+        } else {
+          r.program = program;  // the shrunk program no longer failed (a flaky driver): report the original
+        }
         progress.clear();
         fmt::print("  FAIL   {}: {}\n         shrunk to {} in {} steps; reproduce: {}\n", id,
-                   r.result.failure_summary(), describe(program_size(shrunk)), stats.steps, r.reproduce_command);
+                   r.result.failure_summary(), describe(program_size(*r.program)), stats.steps,
+                   r.reproduce_command);
+        if (!r.result.driver_stderr.empty())
+          fmt::print("         driver stderr: {}\n", r.result.driver_stderr.substr(0, 1000));
       } else if (r.status == CaseStatus::Known) {
         r.program = program;
       } else {
@@ -158,7 +240,7 @@ int command_run(const RunArgs& args) {
       }
       random.add(r.status);
       report.cases.push_back(std::move(r));
-      progress.show(i + 1, random);
+      progress.show(i - first + 1, random);
     }
     progress.clear();
   }

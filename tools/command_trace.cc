@@ -1,9 +1,9 @@
 // `lockstep trace PROGRAM.json [--engine oracle|impl] [--table]`: one program, its trace on stdout.
 #include <iostream>
 
-#include "conformance/interpreter.h"
-#include "conformance/program_json.h"
-#include "conformance/trace_json.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/program/program_json.h"
+#include "conformance/program/trace_json.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
 #include "tools/trace_table.h"

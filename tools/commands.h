@@ -12,7 +12,7 @@ inline constexpr int kExitDiscrepancies = 1;
 inline constexpr int kExitInputError = 2;
 
 struct RunArgs {
-  std::string engine = "oracle";  // the engine under test
+  std::string engine = "impl";    // the implementation under test: impl, oracle (self-check) or a driver command
   std::string cases_dir;          // empty: the cases shipped with the source tree
   int64_t count = 100;            // random programs after the named cases
   uint64_t seed = 1;
@@ -23,8 +23,11 @@ struct RunArgs {
   std::string only_case;          // run just this named case (reproduce a failure)
   int64_t only_index = -1;        // run just this random program index (reproduce a failure)
   std::string mutant;             // impl only: run impl with this mutant selected (impl/mutants.h)
-  std::string known_discrepancies_file;  // empty: conformance/known_discrepancies.json
+  std::string known_discrepancies_file;  // empty: conformance/compare/known_discrepancies.json
   double shrink_seconds = 10;     // time budget to shrink one failing program
+  std::string expected_failures_file;    // expected failures (fixtures/PROTOCOL.md section 7)
+  std::string tolerance_file;            // tolerance overrides (the entries matching "*" apply)
+  int64_t timeout_ms = 10000;            // drivers: per-program timeout
 };
 int command_run(const RunArgs& args);
 

@@ -34,20 +34,5 @@ int command_fixtures_generate(const FixturesGenerateArgs& args);
 // `lockstep run --engine 'COMMAND'`: the named cases and `count` random programs (seed, max_size), each run on
 // the oracle and sent to the driver; traces compared record by record (no re-synchronisation is possible over
 // the protocol). Reports like `lockstep replay`.
-struct RunExternalArgs {
-  std::string command;
-  std::string cases_dir;                 // empty: the shipped named cases
-  int64_t count = 100;
-  uint64_t seed = 1;
-  int max_size = 30;
-  bool special_values = false;
-  std::string report_dir = ".";
-  std::string expected_failures_file;
-  std::string tolerance_file;
-  int64_t timeout_ms = 10000;
-  std::string only_case;
-  int64_t only_index = -1;
-};
-int command_run_external(const RunExternalArgs& args);
 
 }  // namespace lockstep::tools

@@ -9,6 +9,12 @@ namespace lockstep::tools {
 
 std::vector<std::string> engine_names() { return {"oracle", "impl"}; }
 
+bool is_engine_name(const std::string& name) {
+  for (const std::string& n : engine_names())
+    if (n == name) return true;
+  return false;
+}
+
 std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant) {
   if (!mutant.empty() && name != "impl")
     throw std::invalid_argument("--mutant applies to the impl engine only");

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/engine.h"
+#include "conformance/run/engine.h"
 
 namespace lockstep::tools {
 
@@ -13,5 +13,7 @@ namespace lockstep::tools {
 // `mutant` (impl only) selects a deliberate deviation of impl (impl/mutants.h); empty: none.
 std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant = "");
 std::vector<std::string> engine_names();
+// Whether `name` is a built-in engine (else: a driver command line).
+bool is_engine_name(const std::string& name);
 
 }  // namespace lockstep::tools

@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "conformance/interpreter.h"
-#include "conformance/report.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/report/report.h"
 #include "tools/engines.h"
 
 namespace lockstep::tools {

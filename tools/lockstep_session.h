@@ -15,12 +15,12 @@
 
 #include <rapidcheck.h>
 
-#include "conformance/engine.h"
-#include "conformance/known_discrepancies.h"
-#include "conformance/lockstep_runner.h"
-#include "conformance/named_case.h"
-#include "conformance/program.h"
-#include "conformance/shrink.h"
+#include "conformance/run/engine.h"
+#include "conformance/compare/known_discrepancies.h"
+#include "conformance/run/lockstep_runner.h"
+#include "conformance/run/named_case.h"
+#include "conformance/program/program.h"
+#include "conformance/generate/shrink.h"
 
 namespace lockstep::tools {
 
@@ -30,7 +30,7 @@ using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 LockstepResult run_against_oracle(const Program& program, const EngineFactory& make_under_test,
                                   const LockstepOptions& options);
 
-// A named case: its claim checks on a fresh engine under test (conformance/named_case.h), then the program
+// A named case: its claim checks on a fresh engine under test (conformance/run/named_case.h), then the program
 // against the oracle. Failed claims make the result fail and are listed in engine_failure.
 LockstepResult run_named_case(const NamedCase& c, const EngineFactory& make_under_test,
                               const LockstepOptions& options);

@@ -18,18 +18,17 @@ int main(int argc, char** argv) {
 
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
-      "run", "Run the named cases and N random programs on an engine; on any engine but the oracle, compare "
-             "it with LibTorch action by action and write reports.");
+      "run", "Run the named cases and N random programs on the implementation under test and compare it with "
+             "LibTorch action by action; write reports.");
   run->add_option("--engine", run_args.engine,
-                  "Engine under test: oracle, impl, or a driver command line (fixtures/PROTOCOL.md)")
+                  "Implementation under test: impl, a driver command line (fixtures/PROTOCOL.md), or oracle "
+                  "(self-check: LibTorch against LibTorch)")
       ->capture_default_str();
-  std::string run_expected_failures, run_tolerance;
-  int64_t run_timeout_ms = 10000;
-  run->add_option("--expected-failures", run_expected_failures,
-                  "Driver commands: expected-failures file (fixtures/PROTOCOL.md section 7)")->check(CLI::ExistingFile);
-  run->add_option("--tolerance", run_tolerance, "Driver commands: tolerance-overrides file")
+  run->add_option("--expected-failures", run_args.expected_failures_file,
+                  "Expected-failures file (fixtures/PROTOCOL.md section 7)")->check(CLI::ExistingFile);
+  run->add_option("--tolerance", run_args.tolerance_file, "Tolerance-overrides file")
       ->check(CLI::ExistingFile);
-  run->add_option("--timeout-ms", run_timeout_ms, "Driver commands: per-program timeout")
+  run->add_option("--timeout-ms", run_args.timeout_ms, "Driver commands: per-program timeout")
       ->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("--cases", run_args.cases_dir, "Directory of named cases (default: the shipped ones)");
   run->add_option("--count", run_args.count, "Random programs after the named cases")
@@ -47,7 +46,7 @@ int main(int argc, char** argv) {
   run->add_option("--case", run_args.only_case, "Run only this named case (to reproduce a failure)");
   run->add_option("--mutant", run_args.mutant, "Select a mutant of impl (see `lockstep mutants --list`)");
   run->add_option("--known-discrepancies", run_args.known_discrepancies_file,
-                  "Known-discrepancies file (default: conformance/known_discrepancies.json)")
+                  "Known-discrepancies file (default: conformance/compare/known_discrepancies.json)")
       ->check(CLI::ExistingFile);
   run->add_option("--shrink-seconds", run_args.shrink_seconds, "Time budget to shrink one failing program")
       ->check(CLI::NonNegativeNumber)
@@ -121,23 +120,6 @@ int main(int argc, char** argv) {
 
   try {
     if (*run) {
-      const auto names = lockstep::tools::engine_names();
-      if (std::find(names.begin(), names.end(), run_args.engine) == names.end()) {
-        RunExternalArgs ext;
-        ext.command = run_args.engine;
-        ext.cases_dir = run_args.cases_dir;
-        ext.count = run_args.count;
-        ext.seed = run_args.seed;
-        ext.max_size = run_args.max_size;
-        ext.special_values = run_args.special_values;
-        ext.report_dir = run_args.report_dir;
-        ext.only_case = run_args.only_case;
-        ext.only_index = run_args.only_index;
-        ext.expected_failures_file = run_expected_failures;
-        ext.tolerance_file = run_tolerance;
-        ext.timeout_ms = run_timeout_ms;
-        return command_run_external(ext);
-      }
       return command_run(run_args);
     }
     if (*trace) return command_trace(trace_args);

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "conformance/atomic_file.h"
+#include "conformance/report/atomic_file.h"
 
 namespace lockstep::tools {
 

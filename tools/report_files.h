@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "conformance/report.h"
+#include "conformance/report/report.h"
 
 namespace lockstep::tools {
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "conformance/program.h"
-#include "conformance/trace.h"
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
 
 namespace lockstep::tools {
 

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """PyTorch's Python API as a lockstep driver (fixtures/PROTOCOL.md).
 
-Reads one request per line on stdin, {"id": ID, "program": PROGRAM} (conformance/program_json.h), runs the
+Reads one request per line on stdin, {"id": ID, "program": PROGRAM} (conformance/program/program_json.h), runs the
 program with torch's Python API (torch.optim.SGD / Adam / AdamW, autograd, Tensor.grad) and writes
-{"id": ID, "trace": TRACE} (conformance/trace_json.h) on one line of stdout, in order. It observes what
+{"id": ID, "trace": TRACE} (conformance/program/trace_json.h) on one line of stdout, in order. It observes what
 SEMANTICS §8 lists, the way oracle/torch_engine.cc does with the C++ API, so that every difference between the
 two APIs shows up in `lockstep replay`:
 
@@ -402,6 +402,12 @@ def main():
         if not line:
             continue
         request = json.loads(line)
+        if "hello" in request:  # the start-up handshake (fixtures/PROTOCOL.md 2a), after `import torch`
+            answer = {"id": request.get("id", "lockstep-hello"),
+                      "hello": {"name": "pytorch-python", "version": torch.__version__, "protocol": 1}}
+            out.write(json.dumps(answer) + "\n")
+            out.flush()
+            continue
         answer = {"id": request["id"]}
         answer["trace"] = run_program(request["program"])
         out.write(json.dumps(answer, allow_nan=False) + "\n")

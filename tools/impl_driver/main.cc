@@ -3,34 +3,50 @@
 // Reads one request per line on stdin, {"id": ID, "program": PROGRAM}, runs the program on a fresh impl
 // engine and writes {"id": ID, "trace": TRACE} on one line of stdout, flushed, in order; exits 0 at end of
 // input. A request it cannot read is a protocol error: it names the problem on stderr and exits 2 (the
-// harness reports that case as failed and restarts the driver for the next one).
+// harness reports that case as failed and restarts the driver for the next one). The hello line lockstep
+// writes first ({"id": "lockstep-hello", "hello": {...}}) is answered with
+// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 1}}.
 //
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
 //   lockstep-impl-driver --unsupported amsgrad      # answers "unsupported" for programs tagged amsgrad
+//   lockstep-impl-driver --variant unfused          # a legitimate variant of impl (tools/variants/variants.h)
 //
 // Options (for tests of the harness): --unsupported TAG (repeatable) answers {"unsupported": TAG} for any
-// program whose feature tags (conformance/fixture.h) include TAG.
+// program whose feature tags (conformance/run/fixture.h) include TAG; --variant NAME runs every program on
+// that variant of impl instead of impl itself (an unknown NAME: usage error, exit 2, naming the variants).
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "conformance/fixture.h"
-#include "conformance/interpreter.h"
-#include "conformance/json_reader.h"
-#include "conformance/program_json.h"
-#include "conformance/trace_json.h"
+#include "conformance/run/fixture.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/program/json_reader.h"
+#include "conformance/program/program_json.h"
+#include "conformance/program/trace_json.h"
 #include "impl/engine_adapter.h"
+#include "tools/variants/variants.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep;
   std::vector<std::string> unsupported;
+  std::string variant;  // empty: impl itself
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--unsupported") == 0 && i + 1 < argc) {
       unsupported.push_back(argv[++i]);
+    } else if (std::strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
+      variant = argv[++i];
+      try {
+        make_variant_engine(variant);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "lockstep-impl-driver: " << e.what() << "\n";
+        return 2;
+      }
     } else {
-      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]...\n"
-                   "Speaks the lockstep driver protocol (fixtures/PROTOCOL.md) on stdin/stdout.\n";
+      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]... [--variant NAME]\n"
+                   "Speaks the lockstep driver protocol (fixtures/PROTOCOL.md) on stdin/stdout.\n"
+                   "Variants: " << variant_names_joined() << "\n";
       return 2;
     }
   }
@@ -42,6 +58,13 @@ int main(int argc, char** argv) {
     Program program;
     try {
       nlohmann::ordered_json request = parse_json_text(line, 512);
+      if (request.is_object() && request.contains("hello")) {  // the start-up handshake (PROTOCOL.md 2a)
+        nlohmann::ordered_json answer;
+        answer["id"] = "lockstep-hello";
+        answer["hello"] = {{"name", "impl"}, {"version", "lockstep-impl-driver"}, {"protocol", 1}};
+        std::cout << answer.dump() << "\n" << std::flush;
+        continue;
+      }
       JsonObjectReader r(request, "", "a request");
       id = r.string("id");
       const nlohmann::ordered_json& program_json = r.required("program");
@@ -65,7 +88,7 @@ int main(int argc, char** argv) {
     if (!skip.empty()) {
       answer["unsupported"] = skip;
     } else {
-      std::unique_ptr<Engine> engine = make_impl_engine();
+      std::unique_ptr<Engine> engine = variant.empty() ? make_impl_engine() : make_variant_engine(variant);
       answer["trace"] = trace_to_json(run_program(program, *engine));
     }
     std::cout << answer.dump() << "\n" << std::flush;

@@ -1,0 +1,489 @@
+// The comparator: records compared field by field (see comparator.h, SEMANTICS §8, §9).
+#include "conformance/compare/comparator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace lockstep {
+
+std::string number_text(double v, DType dtype) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (dtype == DType::Float32 && static_cast<double>(static_cast<float>(v)) == v)
+    return fmt::format("{}", static_cast<float>(v));
+  return fmt::format("{}", v);
+}
+
+std::string describe_bound(double allowed_ulps, double scale, DType dtype) {
+  return fmt::format("{} ulp of {} ({})", allowed_ulps, scale, dtype_name(dtype));
+}
+
+bool has_structural_difference(const std::vector<Difference>& differences) {
+  for (const Difference& d : differences)
+    if (d.kind == DifferenceKind::Structure) return true;
+  return false;
+}
+
+namespace {
+
+// At most this many out-of-tolerance elements per tensor are listed; one more entry counts the rest.
+constexpr int kMaxElementsPerTensor = 8;
+
+std::string index_text(const Shape& shape, size_t flat) {
+  if (shape.empty()) return "";
+  std::vector<int64_t> index(shape.size());
+  int64_t rest = static_cast<int64_t>(flat);
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t extent = std::max<int64_t>(1, shape[d]);
+    index[d] = rest % extent;
+    rest /= extent;
+  }
+  std::string out = "[";
+  for (size_t d = 0; d < index.size(); ++d) out += (d ? "," : "") + std::to_string(index[d]);
+  return out + "]";
+}
+
+std::string shape_text(const Shape& s) {
+  std::string out = "[";
+  for (size_t d = 0; d < s.size(); ++d) out += (d ? "," : "") + std::to_string(s[d]);
+  return out + "]";
+}
+
+std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+bool same_number(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+std::string defined_text(bool b) { return b ? "defined" : "undefined"; }
+
+std::string optional_number_text(const std::optional<double>& v) {
+  return v ? number_text(*v, DType::Float64) : "unset";
+}
+
+// Operand magnitudes of one step for one parameter (tolerance.h): G (per element) and the update scale U.
+struct StepScales {
+  std::vector<double> gradient;      // G = |g| + wd*|p_old|
+  std::vector<double> gradient_sq;   // G^2
+  std::vector<double> update;        // U
+};
+
+class Comparer {
+ public:
+  Comparer(const Record& expected, const Record& actual, const Record* previous, const CompareContext& context,
+           ErrorStats* stats)
+      : e_(expected), a_(actual), prev_(previous), ctx_(context), stats_(stats) {}
+
+  std::vector<Difference> run() {
+    if (e_.action != a_.action) structure("action", e_.action, a_.action);
+    compare_error();
+    compare_params();
+    compare_handles();
+    compare_groups();
+    compare_output();
+    return std::move(out_);
+  }
+
+ private:
+  const Record& e_;
+  const Record& a_;
+  const Record* prev_;
+  const CompareContext& ctx_;
+  ErrorStats* stats_;
+  std::vector<Difference> out_;
+
+  bool is_action(const char* name) const { return e_.action == name; }
+
+  void structure(const std::string& path, const std::string& expected, const std::string& actual) {
+    Difference d;
+    d.kind = DifferenceKind::Structure;
+    d.path = path;
+    d.expected_text = expected;
+    d.actual_text = actual;
+    d.bound = "exact";
+    out_.push_back(std::move(d));
+  }
+
+  void compare_error() {
+    const std::string expected = e_.error ? e_.error->kind : "none";
+    const std::string actual = a_.error ? a_.error->kind : "none";
+    if (expected != actual) structure("error.kind", expected, actual);
+  }
+
+  // Compares a tensor's values. `extra` (may be null or empty) adds per-element operand magnitudes to m;
+  // `previous` (may be null) is the oracle's value of the same field at the previous record, and
+  // `actual_previous` the engine under test's (free-running only, CompareContext::actual_previous).
+  void compare_tensor(const std::string& prefix, Quantity quantity, const TensorValue& expected,
+                      const TensorValue& actual, const TensorValue* previous, const TensorValue* actual_previous,
+                      const std::vector<double>* extra, double allowed_ulps) {
+    if (expected.dtype != actual.dtype) {
+      structure(prefix + ".dtype", dtype_name(expected.dtype), dtype_name(actual.dtype));
+      return;
+    }
+    if (expected.shape != actual.shape) {
+      structure(prefix + ".shape", shape_text(expected.shape), shape_text(actual.shape));
+      return;
+    }
+    if (expected.data.size() != actual.data.size()) {
+      structure(prefix + ".size", std::to_string(expected.data.size()), std::to_string(actual.data.size()));
+      return;
+    }
+    const DType dtype = expected.dtype;
+    const bool has_previous = previous && previous->shape == expected.shape &&
+                              previous->data.size() == expected.data.size();
+    const bool has_extra = extra && extra->size() == expected.data.size();
+    const bool has_actual_previous = has_previous && actual_previous && actual_previous->shape == expected.shape &&
+                                     actual_previous->data.size() == expected.data.size();
+    const std::vector<double>* budget = ctx_.budget ? ctx_.budget->find(prefix) : nullptr;
+    if (budget && budget->size() != expected.data.size()) budget = nullptr;
+    int listed = 0, more = 0;
+    double worst = -1;
+    for (size_t i = 0; i < expected.data.size(); ++i) {
+      const double ev = expected.data[i];
+      const double av = actual.data[i];
+      bool bad = false;
+      double ulp_error = 0, m = 0, error = 0, carried = 0;
+      const char* rule = nullptr;
+      if (std::isnan(ev) || std::isnan(av)) {
+        // SEMANTICS §9: NaN equals NaN at the same position.
+        bad = std::isnan(ev) != std::isnan(av);
+        rule = "NaN must match NaN";
+      } else if (std::isinf(ev) || std::isinf(av)) {
+        // +inf/-inf must match exactly; a finite value against an infinite one is a mismatch.
+        bad = ev != av;
+        rule = "inf must match exactly";
+      } else {
+        // m: the largest finite magnitude among the operands (tolerance.h).
+        m = std::fabs(ev);
+        auto consider = [&m](double x) {
+          if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+        };
+        if (has_previous) {
+          consider(previous->data[i]);
+          consider(ev - previous->data[i]);
+        }
+        if (has_extra) consider((*extra)[i]);
+        const double unit = ulp(m, dtype);
+        error = std::fabs(av - ev);
+        ulp_error = error / unit;
+        if (budget) carried = (*budget)[i];
+        bad = error > allowed_ulps * unit + carried;
+      }
+      if (rule && bad) ulp_error = std::numeric_limits<double>::infinity();
+      // Free-running: a number neither engine changed in this action was judged (and counted in the
+      // growth) when it was produced, with that action's operand scales; carried drift is not judged or
+      // counted again at the tighter scale of its own value.
+      if (has_actual_previous && same_number(ev, previous->data[i]) && same_number(av, actual_previous->data[i]))
+        continue;
+      worst = std::max(worst, ulp_error);
+      if (!bad) continue;
+      if (listed >= kMaxElementsPerTensor) {
+        ++more;
+        continue;
+      }
+      ++listed;
+      Difference d;
+      d.kind = DifferenceKind::Numeric;
+      d.quantity = quantity;
+      d.path = prefix + index_text(expected.shape, i);
+      d.expected = ev;
+      d.actual = av;
+      d.expected_text = number_text(ev, dtype);
+      d.actual_text = number_text(av, dtype);
+      d.absolute_error = std::fabs(av - ev);
+      d.ulp_error = ulp_error;
+      if (rule) {
+        d.bound = rule;
+      } else {
+        d.relative_error = ev == 0 ? std::numeric_limits<double>::infinity() : error / std::fabs(ev);
+        d.scale = m;
+        d.allowed_ulps = allowed_ulps;
+        d.carried = carried;
+        d.bound = describe_bound(allowed_ulps, m, dtype);
+        if (carried > 0) d.bound += fmt::format(" + {} carried", carried);
+      }
+      out_.push_back(std::move(d));
+    }
+    if (more > 0) {
+      Difference d;
+      d.kind = DifferenceKind::Numeric;
+      d.quantity = quantity;
+      d.path = prefix + "[...]";
+      d.expected_text = fmt::format("{} more elements out of tolerance", more);
+      d.actual_text = "";
+      d.bound = "as above";
+      d.omitted = static_cast<size_t>(more);
+      out_.push_back(std::move(d));
+    }
+    if (stats_ && worst >= 0) (*stats_)[quantity] = std::max((*stats_)[quantity], worst);
+  }
+
+  double k_for(Quantity q) const {
+    double k = ctx_.tolerance.k(q);
+    const bool produced_by_autograd =
+        (q == Quantity::Output && is_action("forward")) ||
+        ((q == Quantity::Grad || q == Quantity::Handle) && is_action("backward"));
+    if (produced_by_autograd && ctx_.scales) k *= reduction_factor(ctx_.scales->reduction_length);
+    return k;
+  }
+
+  const std::vector<double>* grad_scale(const std::string& param) const {
+    if (!ctx_.scales || !is_action("backward")) return nullptr;
+    auto it = ctx_.scales->grad.find(param);
+    return it == ctx_.scales->grad.end() ? nullptr : &it->second;
+  }
+
+  const ParamObservation* previous_param(const std::string& name) const {
+    return prev_ ? prev_->state.param(name) : nullptr;
+  }
+
+  // SEMANTICS §5.3, §6.3: the operand magnitudes a step combined, for parameter `p` (tolerance.h).
+  StepScales step_scales(const ParamObservation& p) const {
+    StepScales s;
+    const ParamObservation* before = previous_param(p.name);
+    if (!is_action("step") || !before || !p.grad.defined) return s;
+    const std::vector<double>& g = p.grad.value.data;
+    const std::vector<double>& old_value = before->value.data;
+    if (g.size() != p.value.data.size() || old_value.size() != g.size()) return s;
+    double lr = 0, wd = 0, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 0;
+    bool first_group = true;
+    for (const GroupObservation& group : e_.state.groups) {
+      if (std::find(group.params.begin(), group.params.end(), p.name) == group.params.end()) continue;
+      const OptimizerOptions& o = group.options;
+      lr = std::max(lr, std::fabs(o.lr.value_or(0)));
+      wd = std::max(wd, std::fabs(o.weight_decay.value_or(0)));
+      momentum = std::max(momentum, std::fabs(o.momentum.value_or(0)));
+      if (first_group && o.betas) std::tie(beta1, beta2) = *o.betas;
+      if (first_group) eps = o.eps.value_or(0);
+      first_group = false;
+    }
+    if (first_group) return s;  // not in any group
+    OptimizerKind kind = ctx_.optimizer.value_or(p.state.exp_avg ? OptimizerKind::Adam : OptimizerKind::SGD);
+    const double l2 = kind == OptimizerKind::AdamW ? 0 : wd;  // AdamW decays p directly (SEM-6.4)
+    const size_t n = g.size();
+    s.gradient.resize(n);
+    s.gradient_sq.resize(n);
+    s.update.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      s.gradient[i] = std::fabs(g[i]) + l2 * std::fabs(old_value[i]);
+      s.gradient_sq[i] = s.gradient[i] * s.gradient[i];
+    }
+    if (kind == OptimizerKind::SGD) {
+      const TensorValue* buf_new = p.state.momentum_buffer ? &*p.state.momentum_buffer : nullptr;
+      const TensorValue* buf_old =
+          before->state.momentum_buffer ? &*before->state.momentum_buffer : nullptr;
+      for (size_t i = 0; i < n; ++i) {
+        double buf = 0;
+        if (buf_new && buf_new->data.size() == n) buf = std::max(buf, std::fabs(buf_new->data[i]));
+        if (buf_old && buf_old->data.size() == n) buf = std::max(buf, std::fabs(buf_old->data[i]));
+        s.update[i] = lr * (s.gradient[i] + momentum * buf);
+      }
+    } else if (p.state.step && p.state.exp_avg && p.state.exp_avg_sq) {
+      const double step = static_cast<double>(*p.state.step);
+      const double bc1 = 1 - std::pow(beta1, step), bc2 = 1 - std::pow(beta2, step);
+      const TensorValue& v = p.state.max_exp_avg_sq ? *p.state.max_exp_avg_sq : *p.state.exp_avg_sq;
+      const TensorValue* m_old = before->state.exp_avg ? &*before->state.exp_avg : nullptr;
+      if (bc1 > 0 && bc2 > 0 && v.data.size() == n) {
+        for (size_t i = 0; i < n; ++i) {
+          const double m = (m_old && m_old->data.size() == n) ? std::fabs(m_old->data[i]) : 0;
+          const double denom = std::sqrt(std::fabs(v.data[i])) / std::sqrt(bc2) + eps;
+          s.update[i] = lr / bc1 * (beta1 * m + (1 - beta1) * s.gradient[i]) / denom;
+        }
+      }
+    }
+    return s;
+  }
+
+  void compare_state_tensor(const std::string& name, const char* field, Quantity q,
+                            const std::optional<TensorValue>& expected, const std::optional<TensorValue>& actual,
+                            const std::optional<TensorValue>* previous,
+                            const std::optional<TensorValue>* actual_previous, const std::vector<double>* extra) {
+    if (expected.has_value() != actual.has_value()) {
+      structure(name + " → " + field, defined_text(expected.has_value()), defined_text(actual.has_value()));
+      return;
+    }
+    if (!expected) return;
+    const TensorValue* prev = previous && previous->has_value() ? &**previous : nullptr;
+    const TensorValue* actual_prev = actual_previous && actual_previous->has_value() ? &**actual_previous : nullptr;
+    compare_tensor(name + " → " + field, q, *expected, *actual, prev, actual_prev, extra, k_for(q));
+  }
+
+  void compare_param(const ParamObservation& e, const ParamObservation& a) {
+    const std::string& n = e.name;
+    const ParamObservation* before = previous_param(n);
+    const ParamObservation* actual_before =
+        ctx_.actual_previous ? ctx_.actual_previous->state.param(n) : nullptr;
+    const StepScales step = step_scales(e);
+    compare_tensor(n + " → value", Quantity::Param, e.value, a.value, before ? &before->value : nullptr,
+                   actual_before ? &actual_before->value : nullptr, step.update.empty() ? nullptr : &step.update,
+                   k_for(Quantity::Param));
+
+    // Grad: definedness, then flags, then values (SEMANTICS §3, §4).
+    if (e.grad.defined != a.grad.defined) {
+      structure(n + " → grad.defined", bool_text(e.grad.defined), bool_text(a.grad.defined));
+    } else if (e.grad.defined) {
+      if (e.grad.requires_grad != a.grad.requires_grad)
+        structure(n + " → grad.requires_grad", bool_text(e.grad.requires_grad), bool_text(a.grad.requires_grad));
+      if (e.grad.has_grad_fn != a.grad.has_grad_fn)
+        structure(n + " → grad.has_grad_fn", bool_text(e.grad.has_grad_fn), bool_text(a.grad.has_grad_fn));
+      if (e.grad.same_as_previous != a.grad.same_as_previous)
+        structure(n + " → grad.same_as_previous", bool_text(e.grad.same_as_previous),
+                  bool_text(a.grad.same_as_previous));
+      const TensorValue* prev_grad = before && before->grad.defined ? &before->grad.value : nullptr;
+      const TensorValue* actual_prev_grad =
+          actual_before && actual_before->grad.defined ? &actual_before->grad.value : nullptr;
+      compare_tensor(n + " → grad", Quantity::Grad, e.grad.value, a.grad.value, prev_grad, actual_prev_grad,
+                     grad_scale(n), k_for(Quantity::Grad));
+    }
+
+    // Optimizer state (SEMANTICS §5.3, §6.2).
+    const OptimizerStateObservation& es = e.state;
+    const OptimizerStateObservation& as = a.state;
+    if (es.exists != as.exists) {
+      structure(n + " → state.exists", bool_text(es.exists), bool_text(as.exists));
+      return;
+    }
+    if (es.step != as.step)
+      structure(n + " → state.step", es.step ? std::to_string(*es.step) : "unset",
+                as.step ? std::to_string(*as.step) : "unset");
+    const OptimizerStateObservation* ps = before ? &before->state : nullptr;
+    const OptimizerStateObservation* aps = actual_before ? &actual_before->state : nullptr;
+    const std::vector<double>* g = step.gradient.empty() ? nullptr : &step.gradient;
+    const std::vector<double>* g2 = step.gradient_sq.empty() ? nullptr : &step.gradient_sq;
+    compare_state_tensor(n, "momentum_buffer", Quantity::MomentumBuffer, es.momentum_buffer, as.momentum_buffer,
+                         ps ? &ps->momentum_buffer : nullptr, aps ? &aps->momentum_buffer : nullptr, g);
+    compare_state_tensor(n, "exp_avg", Quantity::ExpAvg, es.exp_avg, as.exp_avg, ps ? &ps->exp_avg : nullptr,
+                         aps ? &aps->exp_avg : nullptr, g);
+    compare_state_tensor(n, "exp_avg_sq", Quantity::ExpAvgSq, es.exp_avg_sq, as.exp_avg_sq,
+                         ps ? &ps->exp_avg_sq : nullptr, aps ? &aps->exp_avg_sq : nullptr, g2);
+    compare_state_tensor(n, "max_exp_avg_sq", Quantity::MaxExpAvgSq, es.max_exp_avg_sq, as.max_exp_avg_sq,
+                         ps ? &ps->max_exp_avg_sq : nullptr, aps ? &aps->max_exp_avg_sq : nullptr, g2);
+  }
+
+  void compare_params() {
+    const auto& expected = e_.state.params;
+    const auto& actual = a_.state.params;
+    for (const ParamObservation& e : expected) {
+      const ParamObservation* a = a_.state.param(e.name);
+      if (!a) {
+        structure(e.name, "present", "missing");
+        continue;
+      }
+      compare_param(e, *a);
+    }
+    for (const ParamObservation& a : actual)
+      if (!e_.state.param(a.name)) structure(a.name, "missing", "present");
+  }
+
+  void compare_handles() {
+    for (const HandleObservation& e : e_.state.handles) {
+      const std::string prefix = "handle " + e.name;
+      const HandleObservation* a = a_.state.handle(e.name);
+      if (!a) {
+        structure(prefix, "present", "missing");
+        continue;
+      }
+      if (e.defined != a->defined) {
+        structure(prefix + " → defined", bool_text(e.defined), bool_text(a->defined));
+        continue;
+      }
+      if (!e.defined) continue;
+      const HandleObservation* before = prev_ ? prev_->state.handle(e.name) : nullptr;
+      const std::vector<double>* extra = nullptr;
+      auto it = ctx_.handle_param.find(e.name);
+      if (it != ctx_.handle_param.end()) extra = grad_scale(it->second);
+      const HandleObservation* actual_before =
+          ctx_.actual_previous ? ctx_.actual_previous->state.handle(e.name) : nullptr;
+      const TensorValue* previous = before && before->defined ? &before->value : nullptr;
+      const TensorValue* actual_previous = actual_before && actual_before->defined ? &actual_before->value : nullptr;
+      // hold_grad takes a handle to the grad as it is: its operand is that grad (produced earlier).
+      if (is_action("hold_grad") && it != ctx_.handle_param.end() && !(previous && *previous == e.value)) {
+        const ParamObservation* p = previous_param(it->second);
+        const ParamObservation* ap = ctx_.actual_previous ? ctx_.actual_previous->state.param(it->second) : nullptr;
+        previous = p && p->grad.defined ? &p->grad.value : nullptr;
+        actual_previous = ap && ap->grad.defined ? &ap->grad.value : nullptr;
+      }
+      compare_tensor(prefix + " → value", Quantity::Handle, e.value, a->value, previous, actual_previous, extra,
+                     k_for(Quantity::Handle));
+    }
+    for (const HandleObservation& a : a_.state.handles)
+      if (!e_.state.handle(a.name)) structure("handle " + a.name, "missing", "present");
+  }
+
+  void compare_option(const std::string& prefix, const char* field, const std::optional<double>& e,
+                      const std::optional<double>& a) {
+    // Options are set, not computed: compared exactly (bitwise equal values, NaN equal to NaN).
+    const bool same = e.has_value() == a.has_value() &&
+                      (!e || *e == *a || (std::isnan(*e) && std::isnan(*a)));
+    if (!same) structure(prefix + field, optional_number_text(e), optional_number_text(a));
+  }
+
+  void compare_option(const std::string& prefix, const char* field, const std::optional<bool>& e,
+                      const std::optional<bool>& a) {
+    if (e != a) structure(prefix + field, e ? bool_text(*e) : "unset", a ? bool_text(*a) : "unset");
+  }
+
+  void compare_groups() {
+    const auto& eg = e_.state.groups;
+    const auto& ag = a_.state.groups;
+    if (eg.size() != ag.size()) structure("groups.count", std::to_string(eg.size()), std::to_string(ag.size()));
+    for (size_t i = 0; i < std::min(eg.size(), ag.size()); ++i) {
+      const std::string prefix = fmt::format("group {} → ", i);
+      if (eg[i].params != ag[i].params)
+        structure(prefix + "params", fmt::format("[{}]", fmt::join(eg[i].params, ", ")),
+                  fmt::format("[{}]", fmt::join(ag[i].params, ", ")));
+      const OptimizerOptions& e = eg[i].options;
+      const OptimizerOptions& a = ag[i].options;
+      compare_option(prefix, "lr", e.lr, a.lr);
+      compare_option(prefix, "momentum", e.momentum, a.momentum);
+      compare_option(prefix, "dampening", e.dampening, a.dampening);
+      compare_option(prefix, "nesterov", e.nesterov, a.nesterov);
+      compare_option(prefix, "weight_decay", e.weight_decay, a.weight_decay);
+      auto beta = [](const std::optional<std::pair<double, double>>& b, int i) -> std::optional<double> {
+        if (!b) return std::nullopt;
+        return i == 0 ? b->first : b->second;
+      };
+      if (e.betas.has_value() != a.betas.has_value()) {
+        structure(prefix + "betas", e.betas ? "set" : "unset", a.betas ? "set" : "unset");
+      } else {
+        compare_option(prefix, "betas[0]", beta(e.betas, 0), beta(a.betas, 0));
+        compare_option(prefix, "betas[1]", beta(e.betas, 1), beta(a.betas, 1));
+      }
+      compare_option(prefix, "eps", e.eps, a.eps);
+      compare_option(prefix, "amsgrad", e.amsgrad, a.amsgrad);
+    }
+  }
+
+  void compare_output() {
+    const auto& e = e_.state.output;
+    const auto& a = a_.state.output;
+    if (e.has_value() != a.has_value()) {
+      structure("output", e ? "present" : "absent", a ? "present" : "absent");
+      return;
+    }
+    if (!e) return;
+    if (e->requires_grad != a->requires_grad)
+      structure("output → requires_grad", bool_text(e->requires_grad), bool_text(a->requires_grad));
+    if (e->has_grad_fn != a->has_grad_fn)
+      structure("output → has_grad_fn", bool_text(e->has_grad_fn), bool_text(a->has_grad_fn));
+    const TensorValue* before = prev_ && prev_->state.output ? &prev_->state.output->value : nullptr;
+    const TensorValue* actual_before = ctx_.actual_previous && ctx_.actual_previous->state.output
+                                           ? &ctx_.actual_previous->state.output->value
+                                           : nullptr;
+    // A forward computes a fresh output: its operands are the scales, not the previous output.
+    if (is_action("forward")) before = actual_before = nullptr;
+    const std::vector<double>* extra =
+        ctx_.scales && is_action("forward") ? &ctx_.scales->output : nullptr;
+    compare_tensor("output → value", Quantity::Output, e->value, a->value, before, actual_before, extra,
+                   k_for(Quantity::Output));
+  }
+};
+
+}  // namespace
+
+std::vector<Difference> compare_records(const Record& expected, const Record& actual,
+                                        const Record* expected_previous, const CompareContext& context,
+                                        ErrorStats* stats) {
+  return Comparer(expected, actual, expected_previous, context, stats).run();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,98 @@
+// The comparator: one record of the implementation under test against the oracle's (SEMANTICS §8, §9).
+//
+// Numbers are compared within the tolerance model of tolerance.h; everything else exactly: the error kind
+// (messages are not compared), grad definedness, identity (same_as_previous), requires_grad, has_grad_fn,
+// which optimizer state exists and which of its fields, step counts, each group's parameters and options,
+// handle definedness, the output's presence, requires_grad, has_grad_fn, and every tensor's shape and dtype.
+//
+// Field paths name what differs: "w → value[1,2]", "w → grad.defined", "w → exp_avg_sq[1,2]" (the index is in
+// the tensor's shape; a 0-d tensor has none), "w → state.step", "handle g0 → value[3]", "group 0 → lr",
+// "output → value", "error.kind".
+//
+// Example:
+//   CompareContext ctx;                                   // default tolerance, no operand scales
+//   std::vector<Difference> d = compare_records(oracle_rec, impl_rec, &oracle_prev, ctx);
+//   if (!d.empty()) std::cout << d.front().path << ": " << d.front().bound;
+#pragma once
+
+#include <array>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/program/program.h"
+#include "conformance/compare/error_budget.h"
+#include "conformance/compare/tolerance.h"
+#include "conformance/program/trace.h"
+
+namespace lockstep {
+
+enum class DifferenceKind {
+  Structure,  // anything that is not a number within tolerance: definedness, identity, shapes, errors, ...
+  Numeric,    // a number outside its tolerance
+};
+
+struct Difference {
+  DifferenceKind kind = DifferenceKind::Structure;
+  std::string path;           // "w → exp_avg_sq[1,2]"
+  std::string expected_text;  // the oracle's value as text (numbers too, shortest round trip)
+  std::string actual_text;
+  // Numeric differences only (NaN otherwise).
+  std::optional<Quantity> quantity;
+  double expected = std::numeric_limits<double>::quiet_NaN();
+  double actual = std::numeric_limits<double>::quiet_NaN();
+  double absolute_error = std::numeric_limits<double>::quiet_NaN();
+  double relative_error = std::numeric_limits<double>::quiet_NaN();  // |a-e| / |e|; inf when e == 0
+  double ulp_error = std::numeric_limits<double>::quiet_NaN();       // |a-e| / ulp(m)
+  double scale = std::numeric_limits<double>::quiet_NaN();           // m
+  double allowed_ulps = std::numeric_limits<double>::quiet_NaN();    // k_eff
+  double carried = 0;         // the element's error budget (error_budget.h), added to k_eff * ulp(m)
+  std::string bound;          // "4 ulp of 3.5 (float32)" (+ " + 1.2e-07 carried"), or a rule: "exact"
+  // A summary entry that stands for this many further out-of-tolerance elements of the tensor at `path`
+  // ("w → grad[...]"); its numbers are NaN. 0 for every other entry.
+  size_t omitted = 0;
+};
+
+// What the comparator knows about the action besides the records (tolerance.h).
+struct CompareContext {
+  Tolerance tolerance;
+  std::optional<OptimizerKind> optimizer;              // the program's, for the step scales
+  // Operand scales of the forward (Output) or backward (Grad, and handles of those grads) this action ran.
+  std::optional<OperandScales> scales;
+  std::map<std::string, std::string> handle_param;     // handle name -> the parameter whose grad it holds
+  // The engine under test's previous record (after re-synchronisation, in lockstep mode). A number that
+  // neither engine changed in this action is then neither judged nor counted in ErrorStats again: it was,
+  // with its producing action's operand scales and budget, where it was produced. A value that appears
+  // (absent before) is always judged. Null: every number is judged.
+  const Record* actual_previous = nullptr;
+  // The deviation the action may carry from its inputs (error_budget.h); null or empty in lockstep mode.
+  const ErrorBudget* budget = nullptr;
+};
+
+// The largest ULP error seen per quantity in one comparison (free-running growth); -1 when none compared.
+struct ErrorStats {
+  std::array<double, kQuantityCount> max_ulp_error;
+  ErrorStats() { max_ulp_error.fill(-1); }
+  double& operator[](Quantity q) { return max_ulp_error[static_cast<size_t>(q)]; }
+  double operator[](Quantity q) const { return max_ulp_error[static_cast<size_t>(q)]; }
+};
+
+// Every difference between `actual` and `expected`, in a fixed order: the action and error first, then
+// parameter by parameter (value, grad, optimizer state), handles, groups, the output. Within a tensor, the
+// first out-of-tolerance element in row-major order comes first. `expected_previous` is the oracle's record
+// before this one (null for the setup record); it supplies the old values for the scale m. When `stats` is
+// given, it receives the largest ULP error per quantity of every number compared (within tolerance or not).
+std::vector<Difference> compare_records(const Record& expected, const Record& actual,
+                                        const Record* expected_previous, const CompareContext& context,
+                                        ErrorStats* stats = nullptr);
+
+bool has_structural_difference(const std::vector<Difference>& differences);
+
+// "4 ulp of 3.5 (float32)": the shortest round-trip decimal of m.
+std::string describe_bound(double allowed_ulps, double scale, DType dtype);
+// Shortest round-trip text of a number in its dtype ("0.1" for 0.1f), "NaN", "inf", "-inf".
+std::string number_text(double v, DType dtype);
+
+}  // namespace lockstep

@@ -1,0 +1,67 @@
+// The error budget: how far an implementation may legitimately move a value in one action because the
+// action's inputs already deviated, within tolerance, from the oracle's (SEMANTICS §9).
+//
+// In lockstep mode the engine under test is re-synchronised after every action, so its inputs are the
+// oracle's and the budget is zero. Everywhere else (free-running, replay of fixtures, every driver) an
+// accepted rounding difference stays in the state and feeds the next action: a gradient accepted at 12 ULP
+// of its operands is the input of a step judged at 4 ULP of |g|. The budget carries each accepted
+// deviation forward: for a value y = f(x) produced by the action,
+//
+//     |y_actual - y_expected| <= k * ulp(m)  +  |f(x_actual) - f(x_expected)|
+//
+// where f is the action's mathematics evaluated in double on each side's own inputs (the triangle
+// inequality: each engine rounds f at its own inputs). The second term is the budget. It uses the true f,
+// never the implementation's, so a wrong formula is not absorbed: with equal inputs the budget is zero.
+//  - forward: f = the loss expression at each side's parameters (exact_evaluation in tolerance.h);
+//  - backward: each reached grad is its value before plus the expression's gradient at the parameters of the
+//    held forward, so the budget is the deviation the grad had before plus |grad f(x_a) - grad f(x_e)|;
+//    handles holding a reached grad get its budget;
+//  - hold_grad: the new handle holds the grad as it is, with the deviation it has;
+//  - step: SEMANTICS §5.3 / §6.3 / §6.4 in double, per parameter occurrence in group order, from each
+//    side's previous parameter, grad and state; the parameter update reads each side's own new moments
+//    and momentum buffer (what the engine actually used), so rounding inside the moments (subnormal
+//    second moments in particular) reaches the parameter's budget.
+// Non-finite budget elements are 0 (non-finite values are compared exactly anyway).
+//
+// Example:
+//   ErrorBudget b = step_budget(OptimizerKind::Adam, expected_before, actual_before, expected_after, actual_after);
+//   if (const std::vector<double>* w = b.find("w → value")) ... (*w)[i] ...
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
+
+namespace lockstep {
+
+struct ErrorBudget {
+  // Field path as in Difference::path without the index ("w → grad", "w → exp_avg", "output → value",
+  // "handle g0 → value") -> per element, in the tensor's row-major order.
+  std::map<std::string, std::vector<double>> fields;
+
+  const std::vector<double>* find(const std::string& field) const;
+  bool empty() const { return fields.empty(); }
+};
+
+// The parameters' values at the held forward, on each side.
+ErrorBudget forward_budget(const Expr& loss, const EngineState& expected_at_forward,
+                           const EngineState& actual_at_forward);
+
+// `gradient`: backward's explicit gradient (null: a scalar loss, seed 1). `handle_param`: handle -> the
+// parameter whose grad it holds.
+ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_forward,
+                            const EngineState& actual_at_forward, const std::vector<double>* gradient,
+                            const Record& expected_before, const Record& actual_before,
+                            const std::map<std::string, std::string>& handle_param);
+
+ErrorBudget hold_grad_budget(const std::string& handle, const std::string& param, const Record& expected_after,
+                             const Record& actual_after);
+
+// Group options come from `expected_after` (a step does not change them; they are compared exactly).
+ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
+                        const Record& expected_after, const Record& actual_after);
+
+}  // namespace lockstep

@@ -1,0 +1,58 @@
+// One program's records compared as they come, action by action: the comparison every path shares
+// (lockstep and free-running runs, replay of fixtures, drivers).
+//
+// Between records it holds what the comparator needs (comparator.h): both sides' previous records, the held
+// forward's loss and parameters on both sides (operand scales, tolerance.h; error budget, error_budget.h),
+// and which parameter each grad handle holds. Every value is judged where it is produced, including its
+// first appearance (a grad, output, moment or handle going from absent to present), and a number neither
+// side changed is not judged again. Without re-synchronisation each action's bound carries the deviation
+// its inputs already had (the error budget); after resynchronised() the sides are equal and the budget is 0.
+//
+// Example:
+//   TraceComparison cmp(program, Tolerance{});
+//   std::vector<Difference> d = cmp.compare_init(expected.init, actual.init);
+//   for (size_t i = 0; d.empty() && i < program.actions.size(); ++i)
+//     d = cmp.compare_action(i, expected.records[i], actual.records[i]);
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/compare/comparator.h"
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
+
+namespace lockstep {
+
+class TraceComparison {
+ public:
+  // `program` must outlive the comparison.
+  TraceComparison(const Program& program, Tolerance tolerance);
+
+  std::vector<Difference> compare_init(Record expected, Record actual, ErrorStats* stats = nullptr);
+  // Record of program.actions[index]; actions are compared in order.
+  std::vector<Difference> compare_action(size_t index, Record expected, Record actual, ErrorStats* stats = nullptr);
+
+  // Lockstep mode: the engine under test was just set to the expected side's numbers (Engine::synchronise).
+  void resynchronised();
+
+  const Record& expected_previous() const { return expected_previous_; }
+  const Record& actual_previous() const { return actual_previous_; }
+
+ private:
+  struct HeldForward {
+    const Expr* loss = nullptr;
+    EngineState expected_state, actual_state;  // the parameters it read, on each side
+  };
+
+  const Program& program_;
+  Tolerance tolerance_;
+  Record expected_previous_, actual_previous_;
+  bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
+  std::optional<HeldForward> held_;
+  std::map<std::string, std::string> handle_param_;
+};
+
+}  // namespace lockstep

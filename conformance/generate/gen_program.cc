@@ -1,0 +1,749 @@
+// Random programs (generators.h): shape-directed loss expressions, optimizers with groups, and action
+// sequences from a small model of the training loop. Generation is imperative (a Picker draws from an
+// rc::Random); shrinking is program-level and domain-aware (shrink.h), so every shrink is a valid program.
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "conformance/generate/generators.h"
+#include "conformance/program/program_json.h"
+#include "conformance/generate/shrink.h"
+
+namespace lockstep {
+namespace {
+
+// Draws choices from an rc::Random. Component generators are evaluated at the nominal size (their values
+// do not depend on the program's size); the program's size is size().
+class Picker {
+ public:
+  Picker(const rc::Random& random, int size) : random_(random), size_(size) {}
+
+  template <typename T>
+  T operator()(const rc::Gen<T>& gen) {
+    return gen(random_.split(), rc::kNominalSize).value();
+  }
+  uint64_t raw() {
+    rc::Random r = random_.split();
+    return r.next();
+  }
+  int below(int n) { return n <= 1 ? 0 : static_cast<int>(raw() % static_cast<uint64_t>(n)); }
+  int between(int lo, int hi) { return lo + below(hi - lo + 1); }  // inclusive
+  bool chance(int percent) { return below(100) < percent; }
+  // Index of a weighted choice.
+  size_t weighted(std::initializer_list<int> weights) {
+    int total = 0;
+    for (int w : weights) total += w;
+    int r = below(total);
+    size_t i = 0;
+    for (int w : weights) {
+      if (r < w) return i;
+      r -= w;
+      ++i;
+    }
+    return 0;
+  }
+  template <typename T>
+  const T& element(const std::vector<T>& items) {
+    return items[static_cast<size_t>(below(static_cast<int>(items.size())))];
+  }
+  int size() const { return size_; }
+  // Scales `at_max` by size/100, at least `at_least`.
+  int scaled(int at_least, int at_max) const {
+    return std::max(at_least, at_least + (at_max - at_least) * size_ / 100);
+  }
+
+ private:
+  rc::Random random_;
+  int size_;
+};
+
+TensorValue filled(DType dtype, const Shape& shape, double v) {
+  TensorValue t;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.data.assign(static_cast<size_t>(numel(shape)), v);
+  return t;
+}
+
+bool uses_param(const ExprPtr& e) {
+  if (!e) return false;
+  if (e->op == Op::Param) return true;
+  for (const auto& a : e->args)
+    if (uses_param(a)) return true;
+  return false;
+}
+
+// Builds expressions of a requested dtype and shape over a pool of parameters that may grow.
+class ExprBuilder {
+ public:
+  ExprBuilder(Picker& pick, const GenOptions& options, std::vector<ParamSpec>& params)
+      : pick_(pick), options_(options), params_(params) {}
+
+  bool may_add_params = true;
+  int param_limit = 4;
+
+  ExprPtr expr(DType dtype, const Shape& shape, int depth) {
+    if (depth <= 0 || pick_.chance(20)) return leaf(dtype, shape);
+    const size_t rank = shape.size();
+    if (rank == 0) {
+      switch (pick_.weighted({14, 14, 10, 8, 10, 10})) {
+        case 0: return sum(expr(dtype, operand_shape(), depth - 1));
+        case 1: return mean(expr(dtype, operand_shape(), depth - 1));
+        case 2: return mse(dtype, depth);
+        case 3: return cross_entropy_loss(dtype, depth);
+        case 4: return elementwise_binary(dtype, shape, depth);
+        default: return elementwise_unary(dtype, shape, depth);
+      }
+    }
+    if (rank == 1) return pick_.chance(50) ? elementwise_binary(dtype, shape, depth)
+                                           : elementwise_unary(dtype, shape, depth);
+    switch (pick_.weighted({25, 25, 10, 10, 6})) {
+      case 0: return elementwise_binary(dtype, shape, depth);
+      case 1: return elementwise_unary(dtype, shape, depth);
+      case 2: {  // SEM-2.5: matmul saves its operands
+        const int64_t k = small_dim();
+        return binary(Op::Matmul, expr(dtype, {shape[0], k}, depth - 1), expr(dtype, {k, shape[1]}, depth - 1));
+      }
+      case 3: return linear_of(dtype, shape[0], shape[1], depth);
+      default: {
+        const int64_t rows = pick_.between(1, 5);
+        ExprPtr w = weight(dtype, {rows, shape[1]}, depth);
+        std::vector<int64_t> indices;
+        for (int64_t i = 0; i < shape[0]; ++i) indices.push_back(pick_.below(static_cast<int>(rows)));
+        return embedding(std::move(w), std::move(indices));  // repeated rows accumulate
+      }
+    }
+  }
+
+  // A leaf: a parameter of this dtype and shape (reused: weight tying; or new) or a constant.
+  ExprPtr leaf(DType dtype, const Shape& shape) {
+    if (pick_.chance(65)) {
+      if (ExprPtr p = param_leaf(dtype, shape)) return p;
+    }
+    return constant(pick_(gen_tensor(dtype, shape, options_)));
+  }
+
+  ExprPtr param_leaf(DType dtype, const Shape& shape) {
+    std::vector<std::string> fitting;
+    for (const auto& p : params_)
+      if (p.dtype == dtype && p.shape == shape) fitting.push_back(p.name);
+    const bool can_add = may_add_params && static_cast<int>(params_.size()) < param_limit;
+    if (!fitting.empty() && (!can_add || pick_.chance(50))) return param(pick_.element(fitting));
+    if (!can_add) return nullptr;
+    return param(add_param(dtype, shape));
+  }
+
+  // Most losses depend on a parameter (else backward fails with no_grad_fn, SEM-2.3, a case kept rare):
+  // add a reduction of one (broadcast as a 0-d operand), tying into an existing parameter when possible.
+  ExprPtr depending_on_a_param(ExprPtr loss, DType dtype, const Shape& shape, int keep_percent = 92) {
+    if (uses_param(loss) || !pick_.chance(keep_percent)) return loss;
+    if (ExprPtr p = param_leaf(dtype, shape)) return add(std::move(loss), std::move(p));
+    std::vector<std::string> same_dtype;
+    for (const auto& p : params_)
+      if (p.dtype == dtype) same_dtype.push_back(p.name);
+    if (same_dtype.empty()) return loss;
+    ExprPtr reduced = pick_.chance(50) ? sum(param(pick_.element(same_dtype))) : mean(param(pick_.element(same_dtype)));
+    return add(std::move(loss), std::move(reduced));
+  }
+
+  std::string add_param(DType dtype, const Shape& shape) {
+    ParamSpec spec;
+    spec.name = "p" + std::to_string(params_.size());
+    spec.dtype = dtype;
+    spec.shape = shape;
+    spec.values = pick_(gen_tensor(dtype, shape, options_)).data;
+    params_.push_back(spec);
+    return spec.name;
+  }
+
+  // A shape for the operand of a reduction or loss: an existing parameter's shape when there is one (so
+  // leaves can tie to it), else a fresh one.
+  Shape operand_shape() {
+    if (!params_.empty() && pick_.chance(60)) return pick_.element(params_).shape;
+    return pick_(gen_shape());
+  }
+
+ private:
+  int64_t small_dim() { return pick_.between(1, 4); }
+
+  // A weight operand: a parameter when possible.
+  ExprPtr weight(DType dtype, const Shape& shape, int depth) {
+    if (pick_.chance(75)) {
+      if (ExprPtr p = param_leaf(dtype, shape)) return p;
+    }
+    return expr(dtype, shape, depth - 1);
+  }
+
+  ExprPtr linear_of(DType dtype, int64_t n, int64_t out, int depth) {
+    const int64_t in = small_dim();
+    ExprPtr x = pick_.chance(60) ? constant(pick_(gen_tensor(dtype, {n, in}, options_)))
+                                 : expr(dtype, {n, in}, depth - 1);
+    ExprPtr w = weight(dtype, {out, in}, depth);
+    ExprPtr b = pick_.chance(60) ? weight(dtype, {out}, depth) : nullptr;
+    return linear(std::move(x), std::move(w), std::move(b));
+  }
+
+  ExprPtr mse(DType dtype, int depth) {
+    const Shape s = operand_shape();
+    ExprPtr a = expr(dtype, s, depth - 1);
+    ExprPtr b = pick_.chance(60) ? constant(pick_(gen_tensor(dtype, s, options_))) : expr(dtype, s, depth - 1);
+    if (pick_.chance(20)) std::swap(a, b);
+    return binary(Op::MseLoss, std::move(a), std::move(b));
+  }
+
+  ExprPtr cross_entropy_loss(DType dtype, int depth) {
+    const int64_t n = small_dim(), classes = small_dim();
+    ExprPtr logits = pick_.chance(40) ? linear_of(dtype, n, classes, depth) : expr(dtype, {n, classes}, depth - 1);
+    std::vector<int64_t> targets;
+    for (int64_t i = 0; i < n; ++i) targets.push_back(pick_.below(static_cast<int>(classes)));
+    return cross_entropy(std::move(logits), std::move(targets));
+  }
+
+  ExprPtr elementwise_binary(DType dtype, const Shape& shape, int depth) {
+    static const Op ops[] = {Op::Add, Op::Sub, Op::Mul, Op::Div};
+    const Op op = ops[pick_.below(4)];
+    // One operand 0-d: broadcast (program.h).
+    const bool broadcast = !shape.empty() && pick_.chance(15);
+    const Shape b_shape = broadcast ? Shape{} : shape;
+    ExprPtr a = expr(dtype, shape, depth - 1);
+    ExprPtr b = op == Op::Div ? nonzero(dtype, b_shape, depth - 1) : expr(dtype, b_shape, depth - 1);
+    if (op != Op::Div && broadcast && pick_.chance(40)) std::swap(a, b);
+    return binary(op, std::move(a), std::move(b));
+  }
+
+  ExprPtr elementwise_unary(DType dtype, const Shape& shape, int depth) {
+    switch (pick_.below(10)) {
+      case 0: return unary(Op::Neg, expr(dtype, shape, depth - 1));
+      case 1: {
+        static const std::vector<double> factors = {2, 0.5, -1, 0.25, 3, -0.5, 1.5};
+        return mul_scalar(expr(dtype, shape, depth - 1), pick_.element(factors));
+      }
+      case 2: return unary(Op::Square, expr(dtype, shape, depth - 1));
+      case 3: {
+        static const std::vector<double> exponents = {2, 3, 1, 0, -1, 0.5, 1.5, -0.5};
+        const double e = pick_.element(exponents);
+        const bool needs_positive_base = e < 0 || e != static_cast<int>(e);
+        return pow_scalar(needs_positive_base ? positive(dtype, shape, depth - 1) : expr(dtype, shape, depth - 1), e);
+      }
+      case 4: return unary(Op::Exp, bounded(dtype, shape, depth - 1));
+      case 5: return unary(Op::Log, positive(dtype, shape, depth - 1));
+      case 6: return unary(Op::Tanh, expr(dtype, shape, depth - 1));
+      case 7: return unary(Op::Sigmoid, expr(dtype, shape, depth - 1));
+      case 8: return unary(Op::Relu, expr(dtype, shape, depth - 1));
+      default: return unary(Op::Abs, expr(dtype, shape, depth - 1));
+    }
+  }
+
+  // Values in a modest range, for exp (keeps exp finite in float32).
+  ExprPtr bounded(DType dtype, const Shape& shape, int depth) {
+    switch (pick_.below(4)) {
+      case 0: return unary(Op::Tanh, expr(dtype, shape, depth));
+      case 1: return mul_scalar(unary(Op::Tanh, expr(dtype, shape, depth)), 2);
+      case 2: return unary(Op::Sigmoid, expr(dtype, shape, depth));
+      default: return leaf(dtype, shape);  // leaf values stay below ~16
+    }
+  }
+
+  // Strictly positive values (mostly), for log, division and fractional powers.
+  ExprPtr positive(DType dtype, const Shape& shape, int depth) {
+    switch (pick_.below(6)) {
+      case 0: return unary(Op::Sigmoid, expr(dtype, shape, depth));
+      case 1: return unary(Op::Exp, unary(Op::Tanh, expr(dtype, shape, depth)));
+      case 2: return add(unary(Op::Abs, expr(dtype, shape, depth)), constant(filled(dtype, {}, 1)));
+      case 3: return add(unary(Op::Square, expr(dtype, shape, depth)), constant(filled(dtype, shape, 0.5)));
+      case 4: return unary(Op::Abs, expr(dtype, shape, depth));  // may hit 0: log -> -inf, rarely
+      default: {
+        TensorValue t = pick_(gen_tensor(dtype, shape, options_));
+        for (double& v : t.data) v = std::abs(v) + 0.5;
+        if (dtype == DType::Float32)
+          for (double& v : t.data) v = static_cast<double>(static_cast<float>(v));
+        return constant(std::move(t));
+      }
+    }
+  }
+
+  ExprPtr nonzero(DType dtype, const Shape& shape, int depth) {
+    ExprPtr p = positive(dtype, shape, depth);
+    return pick_.chance(25) ? unary(Op::Neg, std::move(p)) : p;
+  }
+
+  Picker& pick_;
+  const GenOptions& options_;
+  std::vector<ParamSpec>& params_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Optimizer options.
+
+const std::vector<double> kSgdLr = {0.1, 0.01, 0.5, 1.0, 0.05, 0.25, 0.001, 2.0};
+const std::vector<double> kAdamLr = {0.001, 0.01, 0.1, 0.5, 1.0, 0.05};
+
+OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
+  OptimizerOptions o;
+  if (kind == OptimizerKind::SGD) {
+    // SGD has no default lr (SEM-5.1): validate() requires it in the defaults and in a group's options.
+    o.lr = pick.element(kSgdLr);
+    if (pick.chance(50)) o.momentum = pick.element(std::vector<double>{0.9, 0.5, 0.99, 0.0});
+    if (pick.chance(25)) o.dampening = pick.element(std::vector<double>{0.0, 0.1, 0.5});
+    if (pick.chance(30)) {
+      const bool valid_nesterov = o.momentum && *o.momentum > 0 && (!o.dampening || *o.dampening == 0);
+      o.nesterov = valid_nesterov ? pick.chance(80) : false;
+    }
+    if (pick.chance(30)) o.weight_decay = pick.element(std::vector<double>{0.0, 0.01, 0.1, 0.5});
+    if (options.error_cases && pick.chance(for_defaults ? 4 : 10)) {
+      // SEM-5.2: rejected for the defaults; a group's own options are not validated.
+      switch (pick.below(5)) {
+        case 0: o.lr = -0.1; break;
+        case 1: o.momentum = -0.5; break;
+        case 2: o.weight_decay = -0.01; break;
+        case 3: o.nesterov = true; o.momentum = 0.0; break;
+        default: o.nesterov = true; o.momentum = 0.9; o.dampening = 0.5; break;
+      }
+    }
+  } else {
+    if (pick.chance(70)) o.lr = pick.element(kAdamLr);
+    if (pick.chance(30))
+      o.betas = pick.element(std::vector<std::pair<double, double>>{{0.9, 0.999}, {0.5, 0.9}, {0.0, 0.99}, {0.8, 0.0}});
+    if (pick.chance(20)) o.eps = pick.element(std::vector<double>{1e-8, 1e-6, 1e-3, 0.0});
+    if (pick.chance(35)) o.weight_decay = pick.element(std::vector<double>{0.0, 0.01, 0.1});
+    if (pick.chance(35)) o.amsgrad = pick.chance(60);
+    if (options.error_cases && pick.chance(for_defaults ? 4 : 10)) {
+      // SEM-6.1.
+      switch (pick.below(6)) {
+        case 0: o.lr = -0.001; break;
+        case 1: o.eps = -1e-8; break;
+        case 2: o.betas = std::make_pair(1.0, 0.999); break;
+        case 3: o.betas = std::make_pair(-0.1, 0.999); break;
+        case 4: o.betas = std::make_pair(0.9, 1.0); break;
+        default: o.weight_decay = -0.1; break;
+      }
+    }
+  }
+  return o;
+}
+
+// A change for set_options: mostly an lr schedule (SEM-5.4, SEM-7.5), sometimes other fields.
+OptimizerOptions make_option_change(Picker& pick, OptimizerKind kind, const GenOptions& options) {
+  OptimizerOptions change;
+  if (pick.chance(75)) change.lr = pick.element(kind == OptimizerKind::SGD ? kSgdLr : kAdamLr);
+  if (!change.lr || pick.chance(30)) {
+    OptimizerOptions other = make_options(pick, kind, false, options);
+    if (kind == OptimizerKind::SGD) {
+      if (other.momentum && pick.chance(60)) change.momentum = other.momentum;
+      if (other.dampening) change.dampening = other.dampening;
+      if (other.nesterov) change.nesterov = other.nesterov;
+    } else {
+      if (other.betas) change.betas = other.betas;
+      if (other.eps) change.eps = other.eps;
+      if (other.amsgrad) change.amsgrad = other.amsgrad;
+    }
+    if (other.weight_decay) change.weight_decay = other.weight_decay;
+    if (!change.lr && other.lr && pick.chance(50)) change.lr = other.lr;
+  }
+  return change;
+}
+
+std::vector<std::string> names_of(const std::vector<ParamSpec>& params) {
+  std::vector<std::string> names;
+  for (const auto& p : params) names.push_back(p.name);
+  return names;
+}
+
+OptimizerSpec make_optimizer(Picker& pick, OptimizerKind kind, const std::vector<ParamSpec>& params,
+                             const GenOptions& options) {
+  OptimizerSpec spec;
+  spec.kind = kind;
+  spec.defaults = make_options(pick, kind, true, options);
+  const std::vector<std::string> names = names_of(params);
+  auto group_options = [&]() -> std::optional<OptimizerOptions> {
+    if (pick.chance(50)) return std::nullopt;
+    return make_options(pick, kind, false, options);
+  };
+  switch (pick.weighted({60, 16, 6, 5, 5, 3, 5})) {
+    case 0:  // constructed from the list of parameters (SEM-7.1)
+      spec.groups.push_back({names, std::nullopt});
+      break;
+    case 1: {  // split into 2-3 groups, in order, some with their own options
+      const int count = std::min<int>(static_cast<int>(names.size()), pick.between(2, 3));
+      size_t start = 0;
+      for (int g = 0; g < count; ++g) {
+        const size_t end = g + 1 == count ? names.size()
+                                          : start + 1 + static_cast<size_t>(pick.below(static_cast<int>(
+                                                            names.size() - start - (count - g - 1))));
+        ParamGroupSpec group{{names.begin() + start, names.begin() + end}, group_options()};
+        spec.groups.push_back(group);
+        start = end;
+      }
+      if (spec.groups.empty()) spec.groups.push_back({names, group_options()});
+      break;
+    }
+    case 2: {  // only some parameters are optimized
+      ParamGroupSpec group;
+      for (const auto& n : names)
+        if (pick.chance(50)) group.params.push_back(n);
+      group.options = group_options();
+      spec.groups.push_back(group);
+      break;
+    }
+    case 3: {  // a parameter listed twice in one group: updated twice per step (SEM-7.4)
+      ParamGroupSpec group{names, group_options()};
+      if (!names.empty()) group.params.push_back(pick.element(names));
+      spec.groups.push_back(group);
+      break;
+    }
+    case 4: {  // a parameter in two groups before any step: accepted in 1.13 (SEM-7.4)
+      spec.groups.push_back({names, std::nullopt});
+      ParamGroupSpec second;
+      if (!names.empty()) second.params.push_back(pick.element(names));
+      second.options = group_options();
+      spec.groups.push_back(second);
+      break;
+    }
+    case 5:  // an empty parameter list (SEM-7.2)
+      break;
+    default:  // one group with its own options
+      spec.groups.push_back({names, make_options(pick, kind, false, options)});
+      break;
+  }
+  return spec;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Actions, from a small model of the training loop.
+
+class ActionBuilder {
+ public:
+  ActionBuilder(Picker& pick, const GenOptions& options, Program& program, ExprBuilder& exprs, DType main,
+                std::optional<DType> secondary, const TypedShape& loss_shape, int depth)
+      : pick_(pick), options_(options), program_(program), exprs_(exprs), main_(main), secondary_(secondary),
+        loss_shape_(loss_shape), depth_(depth) {
+    if (program.optimizer) groups_ = static_cast<int>(program.optimizer->groups.size());
+  }
+
+  void episode() {
+    switch (pick_.weighted({34, 14, 8, 6, 8, 4, 6, 6, 4, 10})) {
+      case 0:  // the usual loop: zero_grad, forward, backward, step (SEM-4.4)
+        if (pick_.chance(80)) zero_grad();
+        forward();
+        backward();
+        step();
+        break;
+      case 1: {  // accumulation over micro-batches (SEM-3.4, SEM-3.5)
+        const int k = pick_.between(2, 3);
+        for (int i = 0; i < k; ++i) {
+          forward();
+          backward();
+        }
+        step();
+        if (pick_.chance(50)) zero_grad();
+        break;
+      }
+      case 2: {  // a second backward through the same graph (SEM-2.5)
+        forward();
+        Action b = backward_action();
+        b.retain_graph = pick_.chance(70) ? std::optional<bool>(true) : std::nullopt;
+        push(b);
+        backward();
+        if (pick_.chance(30)) backward();
+        break;
+      }
+      case 3: {  // create_graph: out-of-place accumulation (SEM-3.3)
+        forward();
+        Action b = backward_action();
+        b.create_graph = true;
+        push(b);
+        if (pick_.chance(50)) hold_grad();
+        forward();
+        backward();
+        if (pick_.chance(50)) zero_grad();
+        break;
+      }
+      case 4:  // a held grad handle across zeroing (SEM-3.2, SEM-4.1, SEM-4.2)
+        hold_grad();
+        if (pick_.chance(50)) {
+          forward();
+          backward();
+        }
+        zero_grad();
+        if (pick_.chance(60)) {
+          forward();
+          backward();
+        }
+        break;
+      case 5: {  // backward of a no_grad forward fails (SEM-2.3)
+        Action f = forward_action();
+        f.no_grad = true;
+        push(f);
+        backward();
+        break;
+      }
+      case 6: {  // a non-scalar output with an explicit gradient (SEM-2.4)
+        Action f;
+        f.kind = ActionKind::Forward;
+        const DType dtype = loss_dtype();
+        const Shape shape = pick_.chance(50) ? exprs_.operand_shape() : pick_(gen_shape());
+        f.loss = exprs_.depending_on_a_param(exprs_.expr(dtype, shape, depth_), dtype, shape);
+        output_ = TypedShape{dtype, shape};
+        push(f);
+        Action b = backward_action();
+        if (pick_.chance(85)) b.gradient = gradient_values();
+        push(b);
+        if (pick_.chance(50)) step();
+        break;
+      }
+      case 7:  // an lr schedule or other option change between steps (SEM-5.4, SEM-7.5)
+        set_options();
+        if (pick_.chance(70)) step();
+        break;
+      case 8:  // add_param_group, possibly with a parameter that already has state (SEM-7.4)
+        add_param_group();
+        break;
+      default:
+        single();
+        break;
+    }
+  }
+
+  bool full() const { return static_cast<int>(program_.actions.size()) >= limit; }
+  int limit = 48;
+
+ private:
+  void push(Action a) {
+    if (!full()) program_.actions.push_back(std::move(a));
+  }
+
+  DType loss_dtype() { return secondary_ && pick_.chance(40) ? *secondary_ : main_; }
+
+  Action forward_action() {
+    Action f;
+    f.kind = ActionKind::Forward;
+    if (program_.loss && pick_.chance(75)) {
+      output_ = loss_shape_;
+    } else {
+      const DType dtype = loss_dtype();
+      const Shape shape = pick_.chance(90) ? Shape{} : pick_(gen_shape());
+      f.loss = exprs_.depending_on_a_param(exprs_.expr(dtype, shape, depth_), dtype, shape);
+      output_ = TypedShape{dtype, shape};
+    }
+    if (pick_.chance(4)) f.no_grad = true;  // SEM-2.3
+    return f;
+  }
+  void forward() { push(forward_action()); }
+
+  std::vector<double> gradient_values() {
+    TensorValue g = pick_(gen_tensor(output_->dtype, output_->shape, options_));
+    return g.data;
+  }
+
+  Action backward_action() {
+    Action b;
+    b.kind = ActionKind::Backward;
+    switch (pick_.weighted({80, 10, 10})) {
+      case 1: b.retain_graph = true; break;
+      case 2: b.retain_graph = false; break;
+      default: break;
+    }
+    if (pick_.chance(5)) b.create_graph = true;
+    if (output_ && pick_.chance(6)) b.gradient = gradient_values();  // scalar outputs too (length 1)
+    return b;
+  }
+  void backward() { push(backward_action()); }
+
+  void zero_grad() {
+    Action z;
+    z.kind = ActionKind::ZeroGrad;
+    z.set_to_none = pick_.chance(40);  // SEM-4.2
+    push(z);
+  }
+
+  void step() {
+    Action s;
+    s.kind = ActionKind::Step;
+    push(s);
+  }
+
+  void hold_grad() {
+    if (program_.params.empty()) return;
+    Action h;
+    h.kind = ActionKind::HoldGrad;
+    h.param = pick_.element(program_.params).name;
+    h.handle = "h" + std::to_string(handles_++);
+    push(h);
+  }
+
+  void set_grad_none() {
+    if (program_.params.empty()) return;
+    Action a;
+    a.kind = ActionKind::SetGradNone;
+    a.param = pick_.element(program_.params).name;
+    push(a);
+  }
+
+  void set_options() {
+    if (!program_.optimizer) return;  // validate(): set_options needs an optimizer
+    Action a;
+    a.kind = ActionKind::SetOptions;
+    const OptimizerKind kind = program_.optimizer->kind;
+    // Mostly an existing group; sometimes one past the end (no_such_group).
+    a.group = groups_ > 0 && (!options_.error_cases || pick_.chance(92)) ? pick_.below(groups_) : groups_;
+    a.options = make_option_change(pick_, kind, options_);
+    push(a);
+  }
+
+  void add_param_group() {
+    if (program_.params.empty() || !program_.optimizer) return;  // validate(): needs an optimizer
+    Action a;
+    a.kind = ActionKind::AddParamGroup;
+    std::set<std::string> grouped;
+    if (program_.optimizer)
+      for (const auto& g : program_.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
+    for (const auto& g : added_) grouped.insert(g.begin(), g.end());
+    std::vector<std::string> free;
+    for (const auto& p : program_.params)
+      if (!grouped.count(p.name)) free.push_back(p.name);
+    if (!free.empty() && (!options_.error_cases || pick_.chance(70))) {
+      for (const auto& n : free)
+        if (a.new_group.params.empty() || pick_.chance(50)) a.new_group.params.push_back(n);
+    } else {
+      a.new_group.params.push_back(pick_.element(program_.params).name);  // may be a duplicate
+    }
+    const OptimizerKind kind = program_.optimizer->kind;
+    if (kind == OptimizerKind::SGD || pick_.chance(50)) a.new_group.options = make_options(pick_, kind, false, options_);
+    added_.push_back(a.new_group.params);
+    ++groups_;
+    push(a);
+  }
+
+  void single() {
+    switch (pick_.below(8)) {
+      case 0: forward(); break;
+      case 1: backward(); break;
+      case 2: zero_grad(); break;
+      case 3: set_grad_none(); break;
+      case 4: hold_grad(); break;
+      case 5: step(); break;
+      case 6: set_options(); break;
+      default: add_param_group(); break;
+    }
+  }
+
+  Picker& pick_;
+  const GenOptions& options_;
+  Program& program_;
+  ExprBuilder& exprs_;
+  DType main_;
+  std::optional<DType> secondary_;
+  TypedShape loss_shape_;
+  int depth_;
+  std::optional<TypedShape> output_;  // of the latest forward, for explicit gradients
+  int groups_ = 0;
+  int handles_ = 0;
+  std::vector<std::vector<std::string>> added_;
+};
+
+Program generate_program(Picker& pick, const GenOptions& options) {
+  Program program;
+  const DType main = pick(gen_dtype());
+  const int depth = pick.scaled(1, std::max(1, options.max_expr_depth));
+  ExprBuilder exprs(pick, options, program.params);
+  exprs.param_limit = pick.scaled(1, std::max(1, options.max_params));
+
+  // The loss: mostly a scalar that depends on some parameter.
+  const Shape loss_shape = pick.chance(92) ? Shape{} : pick(gen_shape());
+  ExprPtr loss = exprs.depending_on_a_param(exprs.expr(main, loss_shape, depth), main, loss_shape);
+  if (!pick.chance(4)) program.loss = loss;  // else every forward names its own loss
+
+  // Unused parameters (SEM-2.7) and, sometimes, parameters of the other dtype for per-action losses.
+  if (pick.chance(30)) {
+    const int extra = pick.between(1, 2);
+    for (int i = 0; i < extra; ++i) exprs.add_param(pick.chance(80) ? main : (main == DType::Float32 ? DType::Float64 : DType::Float32), pick(gen_shape()));
+  }
+  std::optional<DType> secondary;
+  if (pick.chance(8)) {
+    secondary = main == DType::Float32 ? DType::Float64 : DType::Float32;
+    exprs.add_param(*secondary, pick(gen_shape()));
+  }
+  // Per-action losses: tie into the parameters that exist (and a few new ones).
+  exprs.param_limit = static_cast<int>(program.params.size()) + (pick.chance(30) ? 1 : 0);
+
+  if (options.optimizer || pick.chance(95)) {
+    OptimizerKind kind = options.optimizer ? *options.optimizer
+                                           : static_cast<OptimizerKind>(pick.below(3));
+    program.optimizer = make_optimizer(pick, kind, program.params, options);
+  }
+  // Parameters created by per-action losses below are in no group unless added later: a case in itself.
+
+  ActionBuilder actions(pick, options, program, exprs, main, secondary, TypedShape{main, loss_shape}, depth);
+  actions.limit = pick.scaled(3, std::max(3, options.max_actions));
+  const int episodes = pick.between(1, pick.scaled(2, 12));
+  for (int i = 0; i < episodes && !actions.full(); ++i) actions.episode();
+  return program;
+}
+
+// Generators that wrap the imperative builders; their shrink trees come from shrink.h.
+
+int clamp_size(int size, const GenOptions& options) {
+  return std::max(0, std::min({size, options.max_size, 100}));
+}
+
+}  // namespace
+
+rc::Gen<ExprPtr> gen_expr(DType dtype, Shape shape, std::vector<ParamSpec> params, const GenOptions& options) {
+  return [=](const rc::Random& random, int size) {
+    Picker pick(random, std::min(size, 100));
+    std::vector<ParamSpec> pool = params;
+    ExprBuilder exprs(pick, options, pool);
+    exprs.may_add_params = false;
+    ExprPtr e = exprs.expr(dtype, shape, pick.scaled(1, std::max(1, options.max_expr_depth)));
+    return rc::shrinkable::shrinkRecur(e, [params](const ExprPtr& x) {
+      return rc::seq::fromContainer(simpler_exprs(x, params));
+    });
+  };
+}
+
+rc::Gen<OptimizerOptions> gen_optimizer_options(OptimizerKind kind, bool for_defaults, const GenOptions& options) {
+  return [=](const rc::Random& random, int size) {
+    Picker pick(random, size);
+    OptimizerOptions o = make_options(pick, kind, for_defaults, options);
+    return rc::shrinkable::shrinkRecur(o, [](const OptimizerOptions& x) {
+      return rc::seq::fromContainer(simpler_options(x));
+    });
+  };
+}
+
+rc::Gen<Program> gen_program(const GenOptions& options) {
+  return [=](const rc::Random& random, int size) {
+    Picker pick(random, clamp_size(size, options));
+    Program program = generate_program(pick, options);
+    repair_program(program);
+    return shrinkable_program(std::move(program));
+  };
+}
+
+namespace {
+uint64_t mix(uint64_t seed, uint64_t i) {
+  // splitmix64 of seed and index: independent streams per program.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+RandomPrograms::RandomPrograms(uint64_t seed, GenOptions options) : seed_(seed), options_(options) {
+  options_.max_size = std::max(0, std::min(options_.max_size, 100));
+}
+
+int RandomPrograms::size_of(uint64_t i) const {
+  return static_cast<int>(i % static_cast<uint64_t>(options_.max_size + 1));
+}
+
+rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
+  return gen_program(options_)(rc::Random(mix(seed_, i)), size_of(i));
+}
+
+rc::Shrinkable<Program> RandomPrograms::next() { return at(index_++); }
+
+void showValue(const Program& program, std::ostream& os) { os << program_to_json(program).dump(); }
+
+}  // namespace lockstep

@@ -1,0 +1,102 @@
+// Random conformance programs (RapidCheck generators) for property tests and `lockstep run`.
+//
+// Every generated Program passes validate() by construction: expressions are generated *shape-directed*
+// (ask for an expression of a dtype and shape, get one), actions from a small model of the training loop
+// (forward / backward / zero_grad / step, with the odd orders and the error cases of SEMANTICS §2-§7 mixed
+// in). Programs shrink with a domain-aware shrinker (shrink.h): fewer actions, simpler expressions, smaller
+// shapes, simpler numbers, and every shrink is repaired and re-validated, so it is a valid program too.
+//
+// Example, in a RapidCheck property:
+//   RC_GTEST_PROP(Lockstep, Agrees, ()) {
+//     const lockstep::Program p = *lockstep::gen_program({});
+//     ...
+//   }
+// Example, a reproducible stream (the i-th program is a pure function of (seed, i)):
+//   lockstep::RandomPrograms programs(/*seed=*/42, lockstep::GenOptions{});
+//   rc::Shrinkable<lockstep::Program> s = programs.next();
+//   const lockstep::Program& p = s.value();
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include <rapidcheck.h>
+
+#include "conformance/program/program.h"
+
+namespace lockstep {
+
+struct GenOptions {
+  // NaN and +-Inf among parameter values, constants and explicit gradients (SEMANTICS §9 compares them).
+  bool special_values = false;
+  // RapidCheck size cap, 0..100 (Debian's snapshot misbehaves above 100). A program's size scales the
+  // number of actions, parameters and the expression depth.
+  int max_size = 50;
+  // Mix in invalid optimizer options, duplicate parameter groups, backward through a freed graph, ...
+  // (errors are part of the trace, SEMANTICS §8).
+  bool error_cases = true;
+  // Upper bounds at the largest size.
+  int max_actions = 48;
+  int max_params = 6;
+  int max_expr_depth = 4;
+  // Restrict the optimizer; unset: SGD, Adam, AdamW or (rarely) none.
+  std::optional<OptimizerKind> optimizer;
+};
+
+// --- Components ------------------------------------------------------------------------------------------
+
+rc::Gen<DType> gen_dtype();
+
+// 0-d, 1-D or 2-D; dims 1..4 mostly, occasionally up to 8.
+rc::Gen<Shape> gen_shape();
+
+// A number for a tensor of `dtype` (float32 values are exactly representable as float). Built from
+// integers so it shrinks toward 0, small integers, then halves and quarters: small integers, k/4,
+// mantissa * 2^e magnitudes, and rarely tiny (near the smallest normal) or large values; NaN and +-Inf
+// only with options.special_values. Independent of the RapidCheck size.
+rc::Gen<double> gen_value(DType dtype, const GenOptions& options = {});
+
+// A tensor of the given dtype and shape filled by gen_value.
+rc::Gen<TensorValue> gen_tensor(DType dtype, Shape shape, const GenOptions& options = {});
+
+// An expression of exactly `dtype` and `shape` over `params` (names looked up there; an expression may use
+// a parameter several times, weight tying, SEMANTICS §2.6) and constants. Uses every Op of program.h.
+// When no parameter fits a leaf, a constant is used.
+rc::Gen<ExprPtr> gen_expr(DType dtype, Shape shape, std::vector<ParamSpec> params,
+                          const GenOptions& options = {});
+
+// Optimizer options of `kind`: either constructor defaults (for_defaults) or a group's options (SGD groups
+// always carry lr). With options.error_cases, occasionally invalid (SEMANTICS §5.2, §6.1).
+rc::Gen<OptimizerOptions> gen_optimizer_options(OptimizerKind kind, bool for_defaults,
+                                                const GenOptions& options = {});
+
+// --- Programs --------------------------------------------------------------------------------------------
+
+// A whole program: parameters (some tied, some unused), a loss, an optimizer with groups, and a sequence of
+// actions. The RapidCheck size (clamped to options.max_size) scales it. Shrinks via shrink.h.
+rc::Gen<Program> gen_program(const GenOptions& options = {});
+
+// A reproducible stream of programs for the CLI: program i uses rc::Random(mix(seed, i)) and the size
+// i mod (max_size + 1), so it is a pure function of (seed, i).
+class RandomPrograms {
+ public:
+  RandomPrograms(uint64_t seed, GenOptions options);
+
+  rc::Shrinkable<Program> next();                 // program index(), then advances
+  rc::Shrinkable<Program> at(uint64_t i) const;   // program i, without advancing
+  uint64_t index() const { return index_; }
+  int size_of(uint64_t i) const;                  // the RapidCheck size program i is generated with
+
+ private:
+  uint64_t seed_;
+  GenOptions options_;
+  uint64_t index_ = 0;
+};
+
+// How RapidCheck prints a counterexample program: its JSON (program_json.h), found by argument-dependent
+// lookup from rc::show.
+void showValue(const Program& program, std::ostream& os);
+
+}  // namespace lockstep

@@ -1,0 +1,502 @@
+// The program model: names, builders, shape inference and static validation (see program.h).
+#include "conformance/program/program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace lockstep {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+  }
+  return "?";
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool TensorValue::operator==(const TensorValue& o) const {
+  if (dtype != o.dtype || shape != o.shape || data.size() != o.data.size()) return false;
+  // Bitwise, except that every NaN equals every NaN (engines produce NaNs of either sign and any payload,
+  // and JSON keeps neither): -0 != +0, 0.1 != 0.1f.
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (std::isnan(data[i]) && std::isnan(o.data[i])) continue;
+    if (std::memcmp(&data[i], &o.data[i], sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+namespace {
+
+struct OpNameEntry {
+  Op op;
+  const char* name;
+};
+
+constexpr OpNameEntry kOpNames[] = {
+    {Op::Param, "param"},         {Op::Const, "const"},         {Op::Add, "add"},
+    {Op::Sub, "sub"},             {Op::Mul, "mul"},             {Op::Div, "div"},
+    {Op::Neg, "neg"},             {Op::MulScalar, "mul_scalar"}, {Op::Square, "square"},
+    {Op::Pow, "pow"},             {Op::Exp, "exp"},             {Op::Log, "log"},
+    {Op::Tanh, "tanh"},           {Op::Sigmoid, "sigmoid"},     {Op::Relu, "relu"},
+    {Op::Abs, "abs"},             {Op::Matmul, "matmul"},       {Op::Sum, "sum"},
+    {Op::Mean, "mean"},           {Op::MseLoss, "mse_loss"},    {Op::CrossEntropy, "cross_entropy"},
+    {Op::Linear, "linear"},       {Op::Embedding, "embedding"},
+};
+
+struct ActionNameEntry {
+  ActionKind kind;
+  const char* name;
+};
+
+constexpr ActionNameEntry kActionNames[] = {
+    {ActionKind::Forward, "forward"},         {ActionKind::Backward, "backward"},
+    {ActionKind::ZeroGrad, "zero_grad"},      {ActionKind::SetGradNone, "set_grad_none"},
+    {ActionKind::HoldGrad, "hold_grad"},      {ActionKind::Step, "step"},
+    {ActionKind::SetOptions, "set_options"},  {ActionKind::AddParamGroup, "add_param_group"},
+};
+
+std::shared_ptr<Expr> make(Op op, std::vector<ExprPtr> args) {
+  auto e = std::make_shared<Expr>();
+  e->op = op;
+  e->args = std::move(args);
+  return e;
+}
+
+}  // namespace
+
+const char* op_name(Op op) {
+  for (const auto& entry : kOpNames)
+    if (entry.op == op) return entry.name;
+  return "?";
+}
+
+std::optional<Op> op_from_name(const std::string& name) {
+  for (const auto& entry : kOpNames)
+    if (name == entry.name) return entry.op;
+  return std::nullopt;
+}
+
+const char* action_name(ActionKind k) {
+  for (const auto& entry : kActionNames)
+    if (entry.kind == k) return entry.name;
+  return "?";
+}
+
+std::optional<ActionKind> action_from_name(const std::string& name) {
+  for (const auto& entry : kActionNames)
+    if (name == entry.name) return entry.kind;
+  return std::nullopt;
+}
+
+const char* optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::SGD: return "sgd";
+    case OptimizerKind::Adam: return "adam";
+    case OptimizerKind::AdamW: return "adamw";
+  }
+  return "?";
+}
+
+bool OptimizerOptions::operator==(const OptimizerOptions& o) const {
+  // Numbers compare bitwise, except that NaN equals NaN (as TensorValue::operator==).
+  auto same = [](const std::optional<double>& a, const std::optional<double>& b) {
+    if (a.has_value() != b.has_value()) return false;
+    return !a || (std::isnan(*a) && std::isnan(*b)) || std::memcmp(&*a, &*b, sizeof(double)) == 0;
+  };
+  auto same_betas = [&](const std::optional<std::pair<double, double>>& a,
+                        const std::optional<std::pair<double, double>>& b) {
+    if (a.has_value() != b.has_value()) return false;
+    return !a || (same(a->first, b->first) && same(a->second, b->second));
+  };
+  return same(lr, o.lr) && same(momentum, o.momentum) && same(dampening, o.dampening) &&
+         nesterov == o.nesterov && same(weight_decay, o.weight_decay) && same_betas(betas, o.betas) &&
+         same(eps, o.eps) && amsgrad == o.amsgrad;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Builders.
+
+ExprPtr param(const std::string& name) {
+  auto e = make(Op::Param, {});
+  e->name = name;
+  return e;
+}
+
+ExprPtr constant(TensorValue value) {
+  auto e = make(Op::Const, {});
+  e->constant = std::move(value);
+  return e;
+}
+
+ExprPtr unary(Op op, ExprPtr a) { return make(op, {std::move(a)}); }
+
+ExprPtr binary(Op op, ExprPtr a, ExprPtr b) { return make(op, {std::move(a), std::move(b)}); }
+
+ExprPtr mul_scalar(ExprPtr a, double s) {
+  auto e = make(Op::MulScalar, {std::move(a)});
+  e->scalar = s;
+  return e;
+}
+
+ExprPtr pow_scalar(ExprPtr a, double exponent) {
+  auto e = make(Op::Pow, {std::move(a)});
+  e->scalar = exponent;
+  return e;
+}
+
+ExprPtr sum(ExprPtr a) { return unary(Op::Sum, std::move(a)); }
+ExprPtr mean(ExprPtr a) { return unary(Op::Mean, std::move(a)); }
+ExprPtr mul(ExprPtr a, ExprPtr b) { return binary(Op::Mul, std::move(a), std::move(b)); }
+ExprPtr add(ExprPtr a, ExprPtr b) { return binary(Op::Add, std::move(a), std::move(b)); }
+
+ExprPtr cross_entropy(ExprPtr logits, std::vector<int64_t> targets) {
+  auto e = make(Op::CrossEntropy, {std::move(logits)});
+  e->indices = std::move(targets);
+  return e;
+}
+
+ExprPtr linear(ExprPtr x, ExprPtr w, ExprPtr b) {
+  std::vector<ExprPtr> args{std::move(x), std::move(w)};
+  if (b) args.push_back(std::move(b));
+  return make(Op::Linear, std::move(args));
+}
+
+ExprPtr embedding(ExprPtr w, std::vector<int64_t> indices) {
+  auto e = make(Op::Embedding, {std::move(w)});
+  e->indices = std::move(indices);
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Static checks.
+
+namespace {
+
+// numel(shape) when every dim is >= 0 and the count stays <= limit; -1 otherwise (no overflow).
+int64_t bounded_numel(const Shape& shape, int64_t limit) {
+  for (int64_t d : shape)
+    if (d < 0) return -1;
+  for (int64_t d : shape)
+    if (d == 0) return 0;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d > limit || n > limit / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_string(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// "1 value", "3 values".
+std::string values_count(int64_t n) { return std::to_string(n) + (n == 1 ? " value" : " values"); }
+
+std::string typed_string(const TypedShape& t) {
+  return std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape);
+}
+
+// Checks a declared shape (a parameter's or a constant's) and returns its element count.
+int64_t check_declared_shape(const Shape& shape, const std::string& path, const ProgramLimits& limits) {
+  if (static_cast<int>(shape.size()) > limits.max_rank)
+    throw ProgramError(path, "rank " + std::to_string(shape.size()) + " exceeds the limit of " +
+                                 std::to_string(limits.max_rank));
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 0)
+      throw ProgramError(path + "/" + std::to_string(i), "negative dimension " + std::to_string(shape[i]));
+  int64_t n = bounded_numel(shape, limits.max_elements_per_tensor);
+  if (n < 0)
+    throw ProgramError(path, "shape " + shape_string(shape) + " has more than the limit of " +
+                                 std::to_string(limits.max_elements_per_tensor) + " elements");
+  return n;
+}
+
+void check_result_size(const TypedShape& t, const std::string& path, const ProgramLimits& limits) {
+  if (bounded_numel(t.shape, limits.max_elements_per_tensor) < 0)
+    throw ProgramError(path, "result shape " + shape_string(t.shape) + " has more than the limit of " +
+                                 std::to_string(limits.max_elements_per_tensor) + " elements");
+}
+
+void expect_args(const Expr& e, size_t min, size_t max, const std::string& path) {
+  if (e.args.size() < min || e.args.size() > max) {
+    std::string want = min == max ? std::to_string(min) : std::to_string(min) + " or " + std::to_string(max);
+    throw ProgramError(path + "/args", std::string(op_name(e.op)) + " takes " + want + " operand" +
+                                           (max == 1 ? "" : "s") + ", got " + std::to_string(e.args.size()));
+  }
+  for (size_t i = 0; i < e.args.size(); ++i)
+    if (!e.args[i]) throw ProgramError(path + "/args/" + std::to_string(i), "missing operand");
+}
+
+void expect_same_dtype(const Expr& e, const std::vector<TypedShape>& in, const std::string& path) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].dtype != in[0].dtype)
+      throw ProgramError(path, std::string(op_name(e.op)) + ": operand dtypes differ (" + typed_string(in[0]) +
+                                   " vs " + typed_string(in[i]) + ")");
+}
+
+void expect_rank(const Expr& e, const TypedShape& t, size_t rank, const std::string& what,
+                 const std::string& path) {
+  if (t.shape.size() != rank)
+    throw ProgramError(path, std::string(op_name(e.op)) + ": " + what + " must have rank " +
+                                 std::to_string(rank) + ", got " + typed_string(t));
+}
+
+TypedShape infer(const Expr& e, const std::vector<ParamSpec>& params, const std::string& path,
+                 const ProgramLimits& limits, int depth) {
+  if (depth > limits.max_expr_depth)
+    throw ProgramError(path, "expression nesting exceeds the depth limit of " +
+                                 std::to_string(limits.max_expr_depth));
+  // Leaves.
+  if (e.op == Op::Param) {
+    if (!e.args.empty()) throw ProgramError(path + "/args", "param takes no operands");
+    for (const auto& p : params)
+      if (p.name == e.name) return {p.dtype, p.shape};
+    throw ProgramError(path + "/name", "unknown parameter '" + e.name + "'");
+  }
+  if (e.op == Op::Const) {
+    if (!e.args.empty()) throw ProgramError(path + "/args", "const takes no operands");
+    int64_t n = check_declared_shape(e.constant.shape, path + "/shape", limits);
+    if (static_cast<int64_t>(e.constant.data.size()) != n)
+      throw ProgramError(path + "/values", "const of shape " + shape_string(e.constant.shape) + " needs " +
+                                               values_count(n) + ", got " + std::to_string(e.constant.data.size()));
+    return {e.constant.dtype, e.constant.shape};
+  }
+
+  // Operators: operands first.
+  size_t min_args = 1, max_args = 1;
+  switch (e.op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Matmul: case Op::MseLoss:
+      min_args = max_args = 2;
+      break;
+    case Op::Linear:
+      min_args = 2;
+      max_args = 3;
+      break;
+    default:
+      break;
+  }
+  expect_args(e, min_args, max_args, path);
+  std::vector<TypedShape> in;
+  for (size_t i = 0; i < e.args.size(); ++i)
+    in.push_back(infer(*e.args[i], params, path + "/args/" + std::to_string(i), limits, depth + 1));
+  expect_same_dtype(e, in, path);
+  const DType dt = in[0].dtype;
+  const std::string name = op_name(e.op);
+
+  TypedShape out{dt, {}};
+  switch (e.op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:  // SEMANTICS §2: same shape or one 0-d side
+      if (in[0].shape == in[1].shape || in[1].shape.empty()) out.shape = in[0].shape;
+      else if (in[0].shape.empty()) out.shape = in[1].shape;
+      else
+        throw ProgramError(path, name + ": operand shapes do not match (" + shape_string(in[0].shape) +
+                                     " vs " + shape_string(in[1].shape) + "); only equal shapes or a 0-d "
+                                     "operand are supported");
+      break;
+    case Op::Neg: case Op::MulScalar: case Op::Square: case Op::Pow: case Op::Exp: case Op::Log:
+    case Op::Tanh: case Op::Sigmoid: case Op::Relu: case Op::Abs:
+      out.shape = in[0].shape;
+      break;
+    case Op::Matmul:
+      expect_rank(e, in[0], 2, "the left operand", path);
+      expect_rank(e, in[1], 2, "the right operand", path);
+      if (in[0].shape[1] != in[1].shape[0])
+        throw ProgramError(path, "matmul: inner dimensions differ (" + shape_string(in[0].shape) + " @ " +
+                                     shape_string(in[1].shape) + ")");
+      out.shape = {in[0].shape[0], in[1].shape[1]};
+      break;
+    case Op::Sum: case Op::Mean:
+      break;
+    case Op::MseLoss:
+      if (in[0].shape != in[1].shape)
+        throw ProgramError(path, "mse_loss: operand shapes differ (" + shape_string(in[0].shape) + " vs " +
+                                     shape_string(in[1].shape) + ")");
+      break;
+    case Op::CrossEntropy: {
+      expect_rank(e, in[0], 2, "the logits", path);
+      const int64_t n = in[0].shape[0], c = in[0].shape[1];
+      if (static_cast<int64_t>(e.indices.size()) != n)
+        throw ProgramError(path + "/targets", "cross_entropy: logits " + shape_string(in[0].shape) +
+                                                  " need " + std::to_string(n) + " targets, got " +
+                                                  std::to_string(e.indices.size()));
+      for (size_t i = 0; i < e.indices.size(); ++i)
+        if (e.indices[i] < 0 || e.indices[i] >= c)
+          throw ProgramError(path + "/targets/" + std::to_string(i),
+                             "cross_entropy: target " + std::to_string(e.indices[i]) + " is not a class in [0, " +
+                                 std::to_string(c) + ")");
+      break;
+    }
+    case Op::Linear: {
+      expect_rank(e, in[0], 2, "the input x", path);
+      expect_rank(e, in[1], 2, "the weight W", path);
+      if (in[0].shape[1] != in[1].shape[1])
+        throw ProgramError(path, "linear: x " + shape_string(in[0].shape) + " and W " +
+                                     shape_string(in[1].shape) + " need x (N,in) and W (out,in)");
+      if (in.size() == 3 && in[2].shape != Shape{in[1].shape[0]})
+        throw ProgramError(path, "linear: bias " + shape_string(in[2].shape) + " must have shape [" +
+                                     std::to_string(in[1].shape[0]) + "]");
+      out.shape = {in[0].shape[0], in[1].shape[0]};
+      break;
+    }
+    case Op::Embedding: {
+      expect_rank(e, in[0], 2, "the weight W", path);
+      const int64_t rows = in[0].shape[0];
+      for (size_t i = 0; i < e.indices.size(); ++i)
+        if (e.indices[i] < 0 || e.indices[i] >= rows)
+          throw ProgramError(path + "/indices/" + std::to_string(i),
+                             "embedding: index " + std::to_string(e.indices[i]) + " is not a row in [0, " +
+                                 std::to_string(rows) + ")");
+      out.shape = {static_cast<int64_t>(e.indices.size()), in[0].shape[1]};
+      break;
+    }
+    case Op::Param: case Op::Const:
+      break;  // handled above
+  }
+  check_result_size(out, path, limits);
+  return out;
+}
+
+bool param_exists(const std::vector<ParamSpec>& params, const std::string& name) {
+  for (const auto& p : params)
+    if (p.name == name) return true;
+  return false;
+}
+
+// Options fields must belong to the optimizer kind (SEMANTICS §5.1, §6.1).
+void check_options_kind(const OptimizerOptions& o, OptimizerKind kind, const std::string& path) {
+  auto reject = [&](bool present, const char* field) {
+    if (present)
+      throw ProgramError(path + "/" + field, std::string("option '") + field + "' does not apply to " +
+                                                 optimizer_name(kind));
+  };
+  if (kind == OptimizerKind::SGD) {
+    reject(o.betas.has_value(), "betas");
+    reject(o.eps.has_value(), "eps");
+    reject(o.amsgrad.has_value(), "amsgrad");
+  } else {
+    reject(o.momentum.has_value(), "momentum");
+    reject(o.dampening.has_value(), "dampening");
+    reject(o.nesterov.has_value(), "nesterov");
+  }
+}
+
+// SGD's options have no default lr (SEMANTICS §5.1): a full options set (defaults, a group's options)
+// must give it.
+void check_full_options(const OptimizerOptions& o, OptimizerKind kind, const std::string& path) {
+  check_options_kind(o, kind, path);
+  if (kind == OptimizerKind::SGD && !o.lr)
+    throw ProgramError(path, "sgd options need 'lr' (SGD has no default learning rate, SEMANTICS §5.1)");
+}
+
+void check_param_names(const std::vector<std::string>& names, const std::vector<ParamSpec>& params,
+                       const std::string& path) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!param_exists(params, names[i]))
+      throw ProgramError(path + "/" + std::to_string(i), "unknown parameter '" + names[i] + "'");
+}
+
+}  // namespace
+
+TypedShape infer_shape(const Expr& e, const std::vector<ParamSpec>& params, const std::string& path,
+                       const ProgramLimits& limits) {
+  return infer(e, params, path, limits, 1);
+}
+
+void validate(const Program& p, const ProgramLimits& limits) {
+  // Parameters.
+  if (static_cast<int64_t>(p.params.size()) > limits.max_params)
+    throw ProgramError("/params", std::to_string(p.params.size()) + " parameters exceed the limit of " +
+                                      std::to_string(limits.max_params));
+  std::set<std::string> names;
+  for (size_t i = 0; i < p.params.size(); ++i) {
+    const ParamSpec& ps = p.params[i];
+    const std::string path = "/params/" + std::to_string(i);
+    if (ps.name.empty()) throw ProgramError(path + "/name", "parameter name is empty");
+    if (!names.insert(ps.name).second)
+      throw ProgramError(path + "/name", "duplicate parameter name '" + ps.name + "'");
+    int64_t n = check_declared_shape(ps.shape, path + "/shape", limits);
+    if (static_cast<int64_t>(ps.values.size()) != n)
+      throw ProgramError(path + "/values", "parameter '" + ps.name + "' of shape " + shape_string(ps.shape) +
+                                               " needs " + values_count(n) + ", got " +
+                                               std::to_string(ps.values.size()));
+  }
+
+  // The program's loss.
+  std::optional<TypedShape> program_loss;
+  if (p.loss) program_loss = infer_shape(*p.loss, p.params, "/loss", limits);
+
+  // The optimizer (SEMANTICS §7.1).
+  if (p.optimizer) {
+    const OptimizerSpec& o = *p.optimizer;
+    check_full_options(o.defaults, o.kind, "/optimizer/defaults");
+    for (size_t g = 0; g < o.groups.size(); ++g) {
+      const std::string path = "/optimizer/groups/" + std::to_string(g);
+      check_param_names(o.groups[g].params, p.params, path + "/params");
+      if (o.groups[g].options) check_full_options(*o.groups[g].options, o.kind, path + "/options");
+    }
+  }
+
+  // Actions.
+  if (static_cast<int64_t>(p.actions.size()) > limits.max_actions)
+    throw ProgramError("/actions", std::to_string(p.actions.size()) + " actions exceed the limit of " +
+                                       std::to_string(limits.max_actions));
+  std::optional<TypedShape> output;  // the output of the most recent forward, tracked statically
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    const Action& a = p.actions[i];
+    const std::string path = "/actions/" + std::to_string(i);
+    switch (a.kind) {
+      case ActionKind::Forward:
+        if (a.loss) output = infer_shape(*a.loss, p.params, path + "/loss", limits);
+        else if (program_loss) output = program_loss;
+        else throw ProgramError(path, "forward has no loss and the program declares none");
+        break;
+      case ActionKind::Backward:
+        // A backward before any forward is a run-time error (no_output), not a static one.
+        if (a.gradient && output) {
+          int64_t n = numel(output->shape);
+          if (static_cast<int64_t>(a.gradient->size()) != n)
+            throw ProgramError(path + "/gradient", "the output of the preceding forward is " +
+                                                       typed_string(*output) + ": the gradient needs " +
+                                                       values_count(n) + ", got " +
+                                                       std::to_string(a.gradient->size()));
+        }
+        break;
+      case ActionKind::ZeroGrad:
+      case ActionKind::Step:
+        break;  // without an optimizer: a run-time error (no_optimizer)
+      case ActionKind::SetGradNone:
+      case ActionKind::HoldGrad:
+        if (!param_exists(p.params, a.param))
+          throw ProgramError(path + "/param", "unknown parameter '" + a.param + "'");
+        if (a.kind == ActionKind::HoldGrad && a.handle.empty())
+          throw ProgramError(path + "/handle", "hold_grad needs a non-empty handle name");
+        break;
+      case ActionKind::SetOptions:
+        if (!p.optimizer) throw ProgramError(path, "set_options needs an optimizer; the program has none");
+        if (a.group < 0)
+          throw ProgramError(path + "/group", "group index " + std::to_string(a.group) + " is negative");
+        check_options_kind(a.options, p.optimizer->kind, path + "/options");
+        break;
+      case ActionKind::AddParamGroup:
+        if (!p.optimizer)
+          throw ProgramError(path, "add_param_group needs an optimizer; the program has none");
+        check_param_names(a.new_group.params, p.params, path + "/params");
+        if (a.new_group.options) check_full_options(*a.new_group.options, p.optimizer->kind, path + "/options");
+        break;
+    }
+  }
+}
+
+}  // namespace lockstep

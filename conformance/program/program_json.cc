@@ -1,0 +1,451 @@
+// The JSON form of a program (see program_json.h).
+#include "conformance/program/program_json.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "conformance/program/json_number.h"
+#include "conformance/program/json_reader.h"
+
+namespace lockstep {
+
+using nlohmann::ordered_json;
+
+InputError::InputError(std::string file, std::string pointer, std::string message)
+    : std::runtime_error(file + ": " + (pointer.empty() ? "" : pointer + ": ") + message),
+      file_(std::move(file)),
+      pointer_(std::move(pointer)),
+      message_(std::move(message)) {}
+
+// ---------------------------------------------------------------------------------------------------------
+// Small pieces.
+
+DType dtype_from_json(const ordered_json& j, const std::string& pointer) {
+  std::string s = string_from_json(j, pointer);
+  if (s == "float32") return DType::Float32;
+  if (s == "float64") return DType::Float64;
+  throw JsonError(pointer, "unknown dtype '" + s + "' (expected \"float32\" or \"float64\")");
+}
+
+ordered_json shape_to_json(const Shape& s) {
+  ordered_json out = ordered_json::array();
+  for (int64_t d : s) out.push_back(d);
+  return out;
+}
+
+Shape shape_from_json(const ordered_json& j, const std::string& pointer) {
+  return indices_from_json(j, pointer);  // non-negative integers; rank and size limits: validate()
+}
+
+ordered_json options_to_json(const OptimizerOptions& o) {
+  ordered_json out = ordered_json::object();
+  if (o.lr) out["lr"] = number_to_json(*o.lr);
+  if (o.momentum) out["momentum"] = number_to_json(*o.momentum);
+  if (o.dampening) out["dampening"] = number_to_json(*o.dampening);
+  if (o.weight_decay) out["weight_decay"] = number_to_json(*o.weight_decay);
+  if (o.nesterov) out["nesterov"] = *o.nesterov;
+  if (o.betas) out["betas"] = ordered_json::array({number_to_json(o.betas->first), number_to_json(o.betas->second)});
+  if (o.eps) out["eps"] = number_to_json(*o.eps);
+  if (o.amsgrad) out["amsgrad"] = *o.amsgrad;
+  return out;
+}
+
+OptimizerOptions options_from_json(const ordered_json& j, const std::string& pointer) {
+  JsonObjectReader r(j, pointer, "optimizer options");
+  OptimizerOptions o;
+  auto number = [&](const char* key, std::optional<double>& field) {
+    if (const ordered_json* v = r.optional(key)) field = number_from_json(*v, r.pointer(key));
+  };
+  number("lr", o.lr);
+  number("momentum", o.momentum);
+  number("dampening", o.dampening);
+  number("weight_decay", o.weight_decay);
+  number("eps", o.eps);
+  o.nesterov = r.optional_bool("nesterov");
+  o.amsgrad = r.optional_bool("amsgrad");
+  if (const ordered_json* v = r.optional("betas")) {
+    const std::string p = r.pointer("betas");
+    const auto& a = array_from_json(*v, p);
+    if (a.size() != 2) throw JsonError(p, "betas needs 2 numbers [beta1, beta2], got " + std::to_string(a.size()));
+    o.betas = std::make_pair(number_from_json(a[0], p + "/0"), number_from_json(a[1], p + "/1"));
+  }
+  r.finish(false);
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Expressions.
+
+ordered_json expr_to_json(const Expr& e) {
+  ordered_json out = ordered_json::object();
+  out["op"] = op_name(e.op);
+  switch (e.op) {
+    case Op::Param:
+      out["name"] = e.name;
+      return out;
+    case Op::Const:
+      out["dtype"] = dtype_name(e.constant.dtype);
+      out["shape"] = shape_to_json(e.constant.shape);
+      out["values"] = values_to_json(e.constant.data, e.constant.dtype);
+      return out;
+    default:
+      break;
+  }
+  ordered_json args = ordered_json::array();
+  for (const auto& a : e.args) args.push_back(a ? expr_to_json(*a) : ordered_json(nullptr));
+  out["args"] = std::move(args);
+  if (e.op == Op::MulScalar) out["scalar"] = number_to_json(e.scalar);
+  if (e.op == Op::Pow) out["exponent"] = number_to_json(e.scalar);
+  if (e.op == Op::CrossEntropy) out["targets"] = e.indices;
+  if (e.op == Op::Embedding) out["indices"] = e.indices;
+  return out;
+}
+
+namespace {
+
+// The dtype an expression has, as far as it can be told without checking it (validate() checks).
+DType likely_dtype(const Expr* e, const std::vector<ParamSpec>& params) {
+  while (e) {
+    if (e->op == Op::Param) {
+      for (const auto& p : params)
+        if (p.name == e->name) return p.dtype;
+      return DType::Float32;
+    }
+    if (e->op == Op::Const) return e->constant.dtype;
+    e = e->args.empty() ? nullptr : e->args[0].get();
+  }
+  return DType::Float32;
+}
+
+void set_const_dtype(Expr& e, DType dtype) {
+  e.constant.dtype = dtype;
+  if (dtype == DType::Float32)
+    for (double& v : e.constant.data) v = static_cast<double>(static_cast<float>(v));
+}
+
+class ExprReader {
+ public:
+  ExprReader(const std::vector<ParamSpec>& params, const ProgramLimits& limits)
+      : params_(params), limits_(limits) {}
+
+  // A whole expression (a loss): an untyped constant at the root is float32.
+  ExprPtr read_root(const ordered_json& j, const std::string& pointer) {
+    bool untyped = false;
+    auto e = read(j, pointer, 1, &untyped);
+    if (untyped) set_const_dtype(*e, DType::Float32);
+    return e;
+  }
+
+ private:
+  std::shared_ptr<Expr> read(const ordered_json& j, const std::string& pointer, int depth, bool* untyped_const) {
+    // Checked before reading the operands, so the recursion is bounded by the limit.
+    if (depth > limits_.max_expr_depth)
+      throw JsonError(pointer, "expression nesting exceeds the depth limit of " +
+                                   std::to_string(limits_.max_expr_depth));
+    JsonObjectReader r(j, pointer, "an expression");
+    const std::string op_text = r.string("op");
+    const std::optional<Op> op = op_from_name(op_text);
+    if (!op) throw JsonError(r.pointer("op"), "unknown op '" + op_text + "'");
+    auto e = std::make_shared<Expr>();
+    e->op = *op;
+    *untyped_const = false;
+
+    if (*op == Op::Param) {
+      e->name = r.string("name");
+    } else if (*op == Op::Const) {
+      const ordered_json* dt = r.optional("dtype");
+      e->constant.dtype = dt ? dtype_from_json(*dt, r.pointer("dtype")) : DType::Float32;
+      e->constant.shape = shape_from_json(r.required("shape"), r.pointer("shape"));
+      e->constant.data = values_from_json(r.required("values"), r.pointer("values"), DType::Float64);
+      if (dt) set_const_dtype(*e, e->constant.dtype);
+      *untyped_const = dt == nullptr;
+    } else {
+      const std::string args_pointer = r.pointer("args");
+      const auto& args = array_from_json(r.required("args"), args_pointer);
+      std::vector<bool> untyped(args.size(), false);
+      std::vector<std::shared_ptr<Expr>> operands;
+      for (size_t i = 0; i < args.size(); ++i) {
+        bool u = false;
+        operands.push_back(read(args[i], json_pointer_append(args_pointer, i), depth + 1, &u));
+        untyped[i] = u;
+      }
+      // An untyped constant takes the dtype of a typed sibling operand, else float32.
+      DType sibling = DType::Float32;
+      for (size_t i = 0; i < operands.size(); ++i)
+        if (!untyped[i]) {
+          sibling = likely_dtype(operands[i].get(), params_);
+          break;
+        }
+      for (size_t i = 0; i < operands.size(); ++i)
+        if (untyped[i]) set_const_dtype(*operands[i], sibling);
+      e->args.assign(operands.begin(), operands.end());
+
+      if (*op == Op::MulScalar) e->scalar = number_from_json(r.required("scalar"), r.pointer("scalar"));
+      if (*op == Op::Pow) e->scalar = number_from_json(r.required("exponent"), r.pointer("exponent"));
+      if (*op == Op::CrossEntropy) e->indices = indices_from_json(r.required("targets"), r.pointer("targets"));
+      if (*op == Op::Embedding) e->indices = indices_from_json(r.required("indices"), r.pointer("indices"));
+    }
+    r.finish(true);
+    return e;
+  }
+
+  const std::vector<ParamSpec>& params_;
+  const ProgramLimits& limits_;
+};
+
+ParamGroupSpec group_from_json(const ordered_json& j, const std::string& pointer) {
+  JsonObjectReader r(j, pointer, "a param group");
+  ParamGroupSpec g;
+  g.params = strings_from_json(r.required("params"), r.pointer("params"));
+  if (const ordered_json* o = r.optional("options")) g.options = options_from_json(*o, r.pointer("options"));
+  r.finish(false);
+  return g;
+}
+
+ordered_json group_to_json(const ParamGroupSpec& g) {
+  ordered_json out = ordered_json::object();
+  out["params"] = g.params;
+  if (g.options) out["options"] = options_to_json(*g.options);
+  return out;
+}
+
+Action action_from_json(const ordered_json& j, const std::string& pointer, ExprReader& exprs) {
+  JsonObjectReader r(j, pointer, "an action");
+  const std::string name = r.string("action");
+  const std::optional<ActionKind> kind = action_from_name(name);
+  if (!kind)
+    throw JsonError(r.pointer("action"),
+                    "unknown action '" + name + "' (expected forward, backward, zero_grad, set_grad_none, "
+                    "hold_grad, step, set_options or add_param_group)");
+  Action a;
+  a.kind = *kind;
+  switch (a.kind) {
+    case ActionKind::Forward:
+      if (const ordered_json* l = r.optional("loss")) a.loss = exprs.read_root(*l, r.pointer("loss"));
+      a.no_grad = r.optional_bool("no_grad").value_or(false);
+      break;
+    case ActionKind::Backward:
+      a.retain_graph = r.optional_bool("retain_graph");
+      a.create_graph = r.optional_bool("create_graph").value_or(false);
+      if (const ordered_json* g = r.optional("gradient"))
+        a.gradient = values_from_json(*g, r.pointer("gradient"), DType::Float64);
+      break;
+    case ActionKind::ZeroGrad:
+      a.set_to_none = r.optional_bool("set_to_none").value_or(false);
+      break;
+    case ActionKind::SetGradNone:
+      a.param = r.string("param");
+      break;
+    case ActionKind::HoldGrad:
+      a.param = r.string("param");
+      a.handle = r.string("handle");
+      break;
+    case ActionKind::Step:
+      break;
+    case ActionKind::SetOptions: {
+      int64_t group = index_from_json(r.required("group"), r.pointer("group"));
+      if (group > INT_MAX) throw JsonError(r.pointer("group"), "group index " + std::to_string(group) + " is too large");
+      a.group = static_cast<int>(group);
+      a.options = options_from_json(r.required("options"), r.pointer("options"));
+      break;
+    }
+    case ActionKind::AddParamGroup:
+      a.new_group.params = strings_from_json(r.required("params"), r.pointer("params"));
+      if (const ordered_json* o = r.optional("options"))
+        a.new_group.options = options_from_json(*o, r.pointer("options"));
+      break;
+  }
+  r.finish(true);
+  return a;
+}
+
+ordered_json action_to_json(const Action& a) {
+  ordered_json out = ordered_json::object();
+  out["action"] = action_name(a.kind);
+  switch (a.kind) {
+    case ActionKind::Forward:
+      if (a.loss) out["loss"] = expr_to_json(*a.loss);
+      if (a.no_grad) out["no_grad"] = true;
+      break;
+    case ActionKind::Backward:
+      if (a.retain_graph) out["retain_graph"] = *a.retain_graph;
+      if (a.create_graph) out["create_graph"] = true;
+      if (a.gradient) out["gradient"] = values_to_json(*a.gradient, DType::Float64);
+      break;
+    case ActionKind::ZeroGrad:
+      if (a.set_to_none) out["set_to_none"] = true;
+      break;
+    case ActionKind::SetGradNone:
+      out["param"] = a.param;
+      break;
+    case ActionKind::HoldGrad:
+      out["param"] = a.param;
+      out["handle"] = a.handle;
+      break;
+    case ActionKind::Step:
+      break;
+    case ActionKind::SetOptions:
+      out["group"] = a.group;
+      out["options"] = options_to_json(a.options);
+      break;
+    case ActionKind::AddParamGroup:
+      out["params"] = a.new_group.params;
+      if (a.new_group.options) out["options"] = options_to_json(*a.new_group.options);
+      break;
+  }
+  return out;
+}
+
+// Reads the document; `optimizer_shorthand` tells whether the optimizer listed "params" (one group).
+Program read_program(const ordered_json& doc, const ProgramLimits& limits, bool* optimizer_shorthand) {
+  JsonObjectReader top(doc, "", "a program");
+  Program p;
+
+  // Parameters first: an untyped constant in the loss may take a parameter's dtype.
+  const std::string params_pointer = top.pointer("params");
+  const auto& params = array_from_json(top.required("params"), params_pointer);
+  for (size_t i = 0; i < params.size(); ++i) {
+    JsonObjectReader r(params[i], json_pointer_append(params_pointer, i), "a param");
+    ParamSpec ps;
+    ps.name = r.string("name");
+    ps.dtype = dtype_from_json(r.required("dtype"), r.pointer("dtype"));
+    ps.shape = shape_from_json(r.required("shape"), r.pointer("shape"));
+    ps.values = values_from_json(r.required("values"), r.pointer("values"), ps.dtype);
+    r.finish(false);
+    p.params.push_back(std::move(ps));
+  }
+
+  ExprReader exprs(p.params, limits);
+  if (const ordered_json* l = top.optional("loss")) p.loss = exprs.read_root(*l, top.pointer("loss"));
+
+  if (const ordered_json* o = top.optional("optimizer")) {
+    JsonObjectReader r(*o, top.pointer("optimizer"), "an optimizer");
+    OptimizerSpec spec;
+    const std::string type = r.string("type");
+    if (type == "sgd") spec.kind = OptimizerKind::SGD;
+    else if (type == "adam") spec.kind = OptimizerKind::Adam;
+    else if (type == "adamw") spec.kind = OptimizerKind::AdamW;
+    else throw JsonError(r.pointer("type"), "unknown optimizer '" + type + "' (expected sgd, adam or adamw)");
+    if (const ordered_json* d = r.optional("defaults")) spec.defaults = options_from_json(*d, r.pointer("defaults"));
+    const bool has_params = r.has("params"), has_groups = r.has("groups");
+    if (has_params == has_groups)
+      throw JsonError(r.pointer(), "an optimizer needs exactly one of 'params' (one group) and 'groups'");
+    if (has_params) {
+      spec.groups.push_back({strings_from_json(r.required("params"), r.pointer("params")), std::nullopt});
+      *optimizer_shorthand = true;
+    } else {
+      const std::string gp = r.pointer("groups");
+      const auto& groups = array_from_json(r.required("groups"), gp);
+      for (size_t i = 0; i < groups.size(); ++i)
+        spec.groups.push_back(group_from_json(groups[i], json_pointer_append(gp, i)));
+    }
+    r.finish(false);
+    p.optimizer = std::move(spec);
+  }
+
+  const std::string actions_pointer = top.pointer("actions");
+  const auto& actions = array_from_json(top.required("actions"), actions_pointer);
+  if (static_cast<int64_t>(actions.size()) > limits.max_actions)
+    throw JsonError(actions_pointer, std::to_string(actions.size()) + " actions exceed the limit of " +
+                                         std::to_string(limits.max_actions));
+  for (size_t i = 0; i < actions.size(); ++i)
+    p.actions.push_back(action_from_json(actions[i], json_pointer_append(actions_pointer, i), exprs));
+  top.finish(true);
+  return p;
+}
+
+// The raw nesting a program may need: expressions (an object and an "args" array per level) inside an
+// action inside the document. Twice that, so that a too-deep expression is reported by the expression
+// reader (with its depth limit), while absurdly deep text is stopped before it is built.
+int text_depth_limit(const ProgramLimits& limits) { return 4 * limits.max_expr_depth + 16; }
+
+}  // namespace
+
+Program program_from_json(const ordered_json& doc, const ProgramLimits& limits) {
+  bool shorthand = false;
+  try {
+    Program p = read_program(doc, limits, &shorthand);
+    validate(p, limits);
+    return p;
+  } catch (const JsonError& e) {
+    throw ProgramError(e.pointer(), e.message());
+  } catch (const ProgramError& e) {
+    // validate() names groups as "/optimizer/groups/0/..."; the document may have used the shorthand.
+    const std::string group0 = "/optimizer/groups/0/params";
+    if (shorthand && e.path().compare(0, group0.size(), group0) == 0)
+      throw ProgramError("/optimizer/params" + e.path().substr(group0.size()), e.what());
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ProgramError("", std::string("unreadable program: ") + e.what());
+  }
+}
+
+Program program_from_text(const std::string& text, const std::string& source, const ProgramLimits& limits) {
+  ordered_json doc;
+  try {
+    doc = parse_json_text(text, text_depth_limit(limits));
+  } catch (const JsonError& e) {
+    throw InputError(source, e.pointer(), e.message());
+  }
+  try {
+    return program_from_json(doc, limits);
+  } catch (const ProgramError& e) {
+    throw InputError(source, e.path(), e.what());
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "cannot read the file: it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", std::string("cannot read the file: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "cannot read the file");
+  return text.str();
+}
+
+Program read_program_file(const std::string& path, const ProgramLimits& limits) {
+  return program_from_text(read_text_file(path), path, limits);
+}
+
+ordered_json program_to_json(const Program& p) {
+  ordered_json out = ordered_json::object();
+  ordered_json params = ordered_json::array();
+  for (const auto& ps : p.params) {
+    ordered_json j = ordered_json::object();
+    j["name"] = ps.name;
+    j["dtype"] = dtype_name(ps.dtype);
+    j["shape"] = shape_to_json(ps.shape);
+    j["values"] = values_to_json(ps.values, ps.dtype);
+    params.push_back(std::move(j));
+  }
+  out["params"] = std::move(params);
+  if (p.loss) out["loss"] = expr_to_json(*p.loss);
+  if (p.optimizer) {
+    const OptimizerSpec& o = *p.optimizer;
+    ordered_json j = ordered_json::object();
+    j["type"] = optimizer_name(o.kind);
+    j["defaults"] = options_to_json(o.defaults);
+    if (o.groups.size() == 1 && !o.groups[0].options) {
+      j["params"] = o.groups[0].params;
+    } else {
+      ordered_json groups = ordered_json::array();
+      for (const auto& g : o.groups) groups.push_back(group_to_json(g));
+      j["groups"] = std::move(groups);
+    }
+    out["optimizer"] = std::move(j);
+  }
+  ordered_json actions = ordered_json::array();
+  for (const auto& a : p.actions) actions.push_back(action_to_json(a));
+  out["actions"] = std::move(actions);
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,253 @@
+// Run reports: the model, the summary, known-discrepancy classification and the JSON writer (report.h).
+#include "conformance/report/report.h"
+
+#include <fmt/format.h>
+
+#include "conformance/program/json_number.h"
+#include "conformance/program/program_json.h"
+
+namespace lockstep {
+
+const char* case_status_name(CaseStatus s) {
+  switch (s) {
+    case CaseStatus::Passed: return "passed";
+    case CaseStatus::Failed: return "failed";
+    case CaseStatus::Known: return "known";
+  }
+  return "?";
+}
+
+ReportSummary summarise(const RunReport& report) {
+  ReportSummary s;
+  for (const CaseReport& c : report.cases) {
+    ++s.total;
+    switch (c.status) {
+      case CaseStatus::Passed: ++s.passed; break;
+      case CaseStatus::Failed: ++s.failed; break;
+      case CaseStatus::Known: ++s.known; break;
+    }
+  }
+  return s;
+}
+
+CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
+                            std::string reproduce_command, const KnownDiscrepancies* known) {
+  CaseReport c;
+  c.id = std::move(id);
+  c.program = std::move(program);
+  c.reproduce_command = std::move(reproduce_command);
+  c.status = result.passed ? CaseStatus::Passed : CaseStatus::Failed;
+  if (!result.passed && known) {
+    std::vector<std::string> paths;
+    for (const Difference& d : result.differences) paths.push_back(d.path);
+    if (const KnownDiscrepancy* k = known->explain(c.id, paths)) {
+      c.status = CaseStatus::Known;
+      c.known_reason = k->reason;
+    }
+  }
+  c.result = std::move(result);
+  return c;
+}
+
+std::string failure_location(const LockstepResult& r) {
+  if (r.failed_at_setup) return "setup";
+  if (r.failed_action) return fmt::format("action {} ({})", *r.failed_action, r.failed_action_name);
+  return "run";
+}
+
+namespace {
+
+std::string xml_sanitise(const std::string& text, bool attribute) {
+  static const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += attribute ? "&quot;" : "\""; break;
+        case '\'': out += attribute ? "&apos;" : "'"; break;
+        case '\n': out += attribute ? "&#10;" : "\n"; break;  // kept through attribute normalisation
+        case '\r': out += "&#13;"; break;
+        case '\t': out += attribute ? "&#9;" : "\t"; break;
+        default:
+          if (c < 0x20 || c == 0x7F) out += kReplacement;  // not allowed in XML 1.0
+          else out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: validated (no overlongs, surrogates, > U+10FFFF, U+FFFE/U+FFFF).
+    size_t length = 0;
+    uint32_t code = 0;
+    if (c >= 0xC2 && c <= 0xDF) { length = 2; code = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { length = 3; code = c & 0x0F; }
+    else if (c >= 0xF0 && c <= 0xF4) { length = 4; code = c & 0x07; }
+    bool valid = length > 0 && i + length <= n;
+    for (size_t k = 1; valid && k < length; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) valid = false;
+      else code = (code << 6) | (s[i + k] & 0x3F);
+    }
+    if (valid) {
+      const uint32_t min_code = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+      if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF) || code == 0xFFFE ||
+          code == 0xFFFF)
+        valid = false;
+    }
+    if (!valid) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    out.append(text, i, length);
+    i += length;
+  }
+  return out;
+}
+
+void readable_json_into(const nlohmann::ordered_json& j, int indent, std::string& out) {
+  auto dump = [](const nlohmann::ordered_json& v) {
+    return v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  };
+  const std::string pad(static_cast<size_t>(indent) + 2, ' ');
+  if (j.is_object() && !j.empty()) {
+    out += "{\n";
+    size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+      out += pad + dump(nlohmann::ordered_json(it.key())) + ": ";
+      readable_json_into(it.value(), indent + 2, out);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += std::string(static_cast<size_t>(indent), ' ') + "}";
+  } else if (j.is_array() && !j.empty()) {
+    bool flat = true;
+    for (const auto& v : j)
+      if (v.is_structured()) flat = false;
+    if (flat) {
+      out += "[";
+      for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + dump(j[i]);
+      out += "]";
+      return;
+    }
+    out += "[\n";
+    for (size_t i = 0; i < j.size(); ++i) {
+      out += pad;
+      readable_json_into(j[i], indent + 2, out);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += std::string(static_cast<size_t>(indent), ' ') + "]";
+  } else {
+    out += dump(j);
+  }
+}
+
+}  // namespace
+
+std::string xml_escape(const std::string& text) { return xml_sanitise(text, true); }
+std::string xml_text(const std::string& text) { return xml_sanitise(text, false); }
+
+std::string readable_json(const nlohmann::ordered_json& j) {
+  std::string out;
+  readable_json_into(j, 0, out);
+  return out;
+}
+
+namespace {
+
+nlohmann::ordered_json optional_number(double v) { return number_to_json(v); }
+
+nlohmann::ordered_json growth_to_json(const GrowthRow& row) {
+  nlohmann::ordered_json j;
+  j["action_index"] = row.action_index ? nlohmann::ordered_json(*row.action_index) : nlohmann::ordered_json();
+  j["action"] = row.action;
+  nlohmann::ordered_json errors = nlohmann::ordered_json::object();
+  for (Quantity q : all_quantities())
+    if (row.max_ulp_error[q] >= 0) errors[quantity_name(q)] = number_to_json(row.max_ulp_error[q]);
+  j["max_ulp_error"] = std::move(errors);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json difference_to_json(const Difference& d) {
+  nlohmann::ordered_json j;
+  j["kind"] = d.kind == DifferenceKind::Structure ? "structure" : "numeric";
+  j["path"] = d.path;
+  if (d.quantity) j["quantity"] = quantity_name(*d.quantity);
+  j["expected_text"] = d.expected_text;
+  j["actual_text"] = d.actual_text;
+  if (d.omitted > 0) j["omitted"] = d.omitted;
+  if (d.kind == DifferenceKind::Numeric && d.omitted == 0) {
+    j["expected"] = optional_number(d.expected);
+    j["actual"] = optional_number(d.actual);
+    j["absolute_error"] = optional_number(d.absolute_error);
+    j["relative_error"] = optional_number(d.relative_error);
+    j["ulp_error"] = optional_number(d.ulp_error);
+    j["scale"] = optional_number(d.scale);
+    j["allowed_ulps"] = optional_number(d.allowed_ulps);
+  }
+  j["bound"] = d.bound;
+  return j;
+}
+
+nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions& options) {
+  nlohmann::ordered_json j;
+  j["format"] = "lockstep-report/1";
+  j["oracle"] = report.oracle_engine;
+  j["under_test"] = report.under_test_engine;
+  j["mode"] = run_mode_name(report.mode);
+  j["seed"] = report.seed;
+  j["count"] = report.count;
+  j["max_size"] = report.max_size;
+  const ReportSummary s = summarise(report);
+  j["summary"] = {{"total", s.total}, {"passed", s.passed}, {"failed", s.failed}, {"known", s.known}};
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const CaseReport& c : report.cases) {
+    nlohmann::ordered_json cj;
+    cj["id"] = c.id;
+    cj["status"] = case_status_name(c.status);
+    if (options.include_durations && c.duration_seconds) cj["duration_seconds"] = number_to_json(*c.duration_seconds);
+    if (c.status == CaseStatus::Known) cj["known_reason"] = c.known_reason;
+    if (!c.result.skipped.empty()) cj["skipped"] = c.result.skipped;
+    const LockstepResult& r = c.result;
+    cj["actions_run"] = r.actions_run;
+    if (!r.passed) {
+      nlohmann::ordered_json f;
+      f["at"] = r.failed_at_setup ? "setup" : "action";
+      f["action_index"] = r.failed_action ? nlohmann::ordered_json(*r.failed_action) : nlohmann::ordered_json();
+      f["action"] = r.failed_action_name;
+      f["location"] = failure_location(r);
+      f["summary"] = r.failure_summary();
+      if (!r.engine_failure.empty()) f["engine_failure"] = r.engine_failure;
+      if (!r.stop_reason.empty()) f["stop_reason"] = r.stop_reason;
+      if (!r.driver_stderr.empty()) f["driver_stderr"] = r.driver_stderr;
+      nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
+      for (const Difference& d : r.differences) diffs.push_back(difference_to_json(d));
+      f["differences"] = std::move(diffs);
+      f["reproduce"] = c.reproduce_command;
+      if (c.program) f["program"] = program_to_json(*c.program);
+      if (c.original_program) f["original_program"] = program_to_json(*c.original_program);
+      cj["failure"] = std::move(f);
+    }
+    if (!r.growth.empty()) {
+      nlohmann::ordered_json g = nlohmann::ordered_json::array();
+      for (const GrowthRow& row : r.growth) g.push_back(growth_to_json(row));
+      cj["growth"] = std::move(g);
+    }
+    cases.push_back(std::move(cj));
+  }
+  j["cases"] = std::move(cases);
+  return j;
+}
+
+std::string report_json_text(const RunReport& report, const ReportOptions& options) {
+  return report_json(report, options).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace lockstep

@@ -1,0 +1,90 @@
+// Run reports: what a conformance run found, written as Markdown (a pull-request comment), JSON (for
+// machines) and JUnit XML (for CI).
+//
+// A RunReport holds the run's settings (engines, seed, case count, maximum size, mode) and one CaseReport
+// per case: passed, failed or known (a failure a known-discrepancies entry explains, known_discrepancies.h;
+// known failures are shown in their own section, never dropped). A failure carries the shrunk program, the
+// command line that reproduces it, and the lockstep result (first failing action, every difference of that
+// action with expected/actual/errors/bound, the free-running growth table).
+//
+// The writers are deterministic: the same RunReport gives byte-identical output. Nothing time-dependent is
+// written; durations only when ReportOptions::include_durations is set.
+//
+// Example:
+//   RunReport report{"libtorch-1.13.1", "impl", 42, 100, 20, RunMode::Lockstep, {}};
+//   report.cases.push_back(make_case_report("random-17", result, shrunk, "lockstep run --seed 42 ...", &known));
+//   write_file_atomically("report.md", report_markdown(report));
+//   write_file_atomically("report.json", report_json_text(report));
+//   write_file_atomically("report.xml", report_junit(report));
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/compare/known_discrepancies.h"
+#include "conformance/run/lockstep_runner.h"
+#include "conformance/program/program.h"
+
+namespace lockstep {
+
+enum class CaseStatus { Passed, Failed, Known };
+const char* case_status_name(CaseStatus s);  // "passed", "failed", "known"
+
+struct CaseReport {
+  std::string id;
+  CaseStatus status = CaseStatus::Passed;
+  std::optional<double> duration_seconds;  // written only with ReportOptions::include_durations
+  std::optional<Program> program;          // the (shrunk) program of a failure; written with program_to_json
+  std::optional<Program> original_program; // the generated program before shrinking
+  std::string reproduce_command;           // shell command line that reproduces the failure
+  LockstepResult result;
+  std::string known_reason;                // Known: the matching entry's reason
+};
+
+struct RunReport {
+  std::string oracle_engine;
+  std::string under_test_engine;
+  uint64_t seed = 0;
+  int64_t count = 0;     // cases requested
+  int64_t max_size = 0;  // generator size limit
+  RunMode mode = RunMode::Lockstep;
+  std::vector<CaseReport> cases;
+};
+
+struct ReportSummary {
+  size_t total = 0, passed = 0, failed = 0, known = 0;
+};
+ReportSummary summarise(const RunReport& report);
+
+// A case's report from its lockstep result: Passed, Known when `known` explains every difference of the
+// failing action (KnownDiscrepancies::explain), else Failed.
+CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
+                            std::string reproduce_command, const KnownDiscrepancies* known = nullptr);
+
+struct ReportOptions {
+  bool include_durations = false;  // off: no run-to-run variation in the files
+  size_t max_differences = 20;     // per case, in Markdown and JUnit (JSON holds all)
+  size_t max_growth_rows = 40;     // per case, in Markdown (JSON holds all)
+  size_t max_drift_cases = 50;     // passing free-running cases in Markdown's drift table
+};
+
+std::string report_markdown(const RunReport& report, const ReportOptions& options = {});
+nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions& options = {});
+std::string report_json_text(const RunReport& report, const ReportOptions& options = {});  // 2-space indent, "\n" at end
+std::string report_junit(const RunReport& report, const ReportOptions& options = {});
+
+// Pieces shared by the writers.
+std::string xml_escape(const std::string& text);  // &<>"' escaped; control bytes and invalid UTF-8 -> U+FFFD
+                                                  // (attribute-safe: \n \r \t as character references)
+std::string xml_text(const std::string& text);    // element text: only & < > escaped; \n \t kept; same sanitising
+// JSON indented by two spaces, except that arrays holding no object or array stay on one line
+// ("shape": [2, 3]): a program stays readable in a pull-request comment.
+std::string readable_json(const nlohmann::ordered_json& j);
+nlohmann::ordered_json difference_to_json(const Difference& d);
+std::string failure_location(const LockstepResult& r);  // "setup", "action 3 (step)"
+
+}  // namespace lockstep

@@ -1,0 +1,194 @@
+// The Markdown report: fits a pull-request comment (report.h). A summary table, then every failure with its
+// first differences, the reproduce command and the program in a collapsed <details> block, then the known
+// discrepancies, then (free-running) the drift tables.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "conformance/program/program_json.h"
+#include "conformance/report/report.h"
+
+namespace lockstep {
+
+namespace {
+
+// Text inside a table cell: pipes escaped, line breaks flattened.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+// An inline code span that survives backticks in the text (CommonMark: a longer backtick fence).
+std::string code(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
+  return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
+}
+
+// A fenced block whose fence is longer than any backtick run inside.
+std::string fenced(const std::string& text, const std::string& language) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  std::string body = text;
+  if (body.empty() || body.back() != '\n') body += '\n';
+  return fence + language + "\n" + body + fence + "\n";
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "–";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.3g}", v);
+}
+
+void differences_table(std::string& out, const LockstepResult& r, size_t max_rows) {
+  if (r.differences.empty()) return;
+  out += "| Field | Expected | Actual | Abs. error | Rel. error | ULP error | Bound |\n";
+  out += "|---|---|---|---|---|---|---|\n";
+  size_t rows = 0;
+  for (const Difference& d : r.differences) {
+    if (rows++ >= max_rows) break;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(code(d.path)), cell(d.expected_text),
+                       cell(d.actual_text), number(d.absolute_error), number(d.relative_error),
+                       number(d.ulp_error), cell(d.bound));
+  }
+  if (r.differences.size() > max_rows)
+    out += fmt::format("\n…and {} more differences in this action (see the JSON report).\n",
+                       r.differences.size() - max_rows);
+}
+
+std::vector<Quantity> compared_quantities(const LockstepResult& r) {
+  std::vector<Quantity> out;
+  for (Quantity q : all_quantities())
+    for (const GrowthRow& row : r.growth)
+      if (row.max_ulp_error[q] >= 0) {
+        out.push_back(q);
+        break;
+      }
+  return out;
+}
+
+void growth_table(std::string& out, const LockstepResult& r, size_t max_rows) {
+  const std::vector<Quantity> quantities = compared_quantities(r);
+  out += "| # | Action |";
+  for (Quantity q : quantities) out += fmt::format(" {} |", quantity_name(q));
+  out += "\n|---:|---|";
+  for (size_t i = 0; i < quantities.size(); ++i) out += "---:|";
+  out += "\n";
+  size_t rows = 0;
+  for (const GrowthRow& row : r.growth) {
+    if (rows++ >= max_rows) break;
+    out += fmt::format("| {} | {} |", row.action_index ? std::to_string(*row.action_index) : "–", row.action);
+    for (Quantity q : quantities) {
+      const double e = row.max_ulp_error[q];
+      out += " " + (e < 0 ? std::string("–") : number(e)) + " |";
+    }
+    out += "\n";
+  }
+  if (r.growth.size() > max_rows)
+    out += fmt::format("\n…{} more rows (see the JSON report).\n", r.growth.size() - max_rows);
+}
+
+void case_details(std::string& out, const CaseReport& c, const ReportOptions& options) {
+  const LockstepResult& r = c.result;
+  std::string heading = fmt::format("#### {} — {}", code(c.id), failure_location(r));
+  if (!r.differences.empty()) heading += ": " + code(r.differences.front().path);
+  out += heading + "\n\n";
+  if (c.status == CaseStatus::Known) out += fmt::format("Known discrepancy: {}\n\n", c.known_reason);
+  if (options.include_durations && c.duration_seconds)
+    out += fmt::format("Duration: {:.3f} s\n\n", *c.duration_seconds);
+  if (!r.engine_failure.empty()) out += "Engine failure:\n\n" + fenced(r.engine_failure, "text") + "\n";
+  if (!r.driver_stderr.empty()) out += "Driver stderr:\n\n" + fenced(r.driver_stderr, "text") + "\n";
+  differences_table(out, r, options.max_differences);
+  if (!r.differences.empty()) out += "\n";
+  if (!r.stop_reason.empty()) out += fmt::format("Stopped: {}\n\n", r.stop_reason);
+  if (!c.reproduce_command.empty()) out += "Reproduce:\n\n" + fenced(c.reproduce_command, "sh") + "\n";
+  if (!r.growth.empty()) {
+    out += "<details><summary>Free-running drift (max ULP error per quantity)</summary>\n\n";
+    growth_table(out, r, options.max_growth_rows);
+    out += "\n</details>\n\n";
+  }
+  if (c.program) {
+    out += "<details><summary>Program (JSON)</summary>\n\n";
+    out += fenced(readable_json(program_to_json(*c.program)), "json");
+    out += "\n</details>\n\n";
+  }
+}
+
+}  // namespace
+
+std::string report_markdown(const RunReport& report, const ReportOptions& options) {
+  const ReportSummary s = summarise(report);
+  std::string out;
+  out += fmt::format("## lockstep: {} vs {}\n\n", cell(report.under_test_engine), cell(report.oracle_engine));
+  out += s.failed == 0 ? (s.known == 0 ? "**All cases passed.**\n\n"
+                                       : "**No new failures** (known discrepancies below).\n\n")
+                       : fmt::format("**{} case{} failed.**\n\n", s.failed, s.failed == 1 ? "" : "s");
+  out += "| Setting | Value |\n|---|---|\n";
+  out += fmt::format("| Engine under test | {} |\n", cell(code(report.under_test_engine)));
+  out += fmt::format("| Oracle | {} |\n", cell(code(report.oracle_engine)));
+  out += fmt::format("| Mode | {} |\n", run_mode_name(report.mode));
+  out += fmt::format("| Seed | {} |\n", report.seed);
+  out += fmt::format("| Count | {} |\n", report.count);
+  out += fmt::format("| Max size | {} |\n\n", report.max_size);
+  out += "| Result | Cases |\n|---|---:|\n";
+  out += fmt::format("| Passed | {} |\n| Failed | {} |\n| Known discrepancies | {} |\n| Total | {} |\n\n", s.passed,
+                     s.failed, s.known, s.total);
+
+  if (s.failed > 0) {
+    out += "### Failures\n\n";
+    for (const CaseReport& c : report.cases)
+      if (c.status == CaseStatus::Failed) case_details(out, c, options);
+  }
+  if (s.known > 0) {
+    out += "### Known discrepancies\n\n";
+    for (const CaseReport& c : report.cases)
+      if (c.status == CaseStatus::Known) case_details(out, c, options);
+  }
+  // Free-running: the drift of the passing cases too, one row per case (largest error over the run).
+  bool any_growth = false;
+  for (const CaseReport& c : report.cases)
+    if (c.status == CaseStatus::Passed && !c.result.growth.empty()) any_growth = true;
+  if (any_growth) {
+    out += "### Drift of passing cases (largest ULP error over the run)\n\n";
+    out += "| Case | Actions |";
+    for (Quantity q : all_quantities()) out += fmt::format(" {} |", quantity_name(q));
+    out += "\n|---|---:|";
+    for (size_t i = 0; i < all_quantities().size(); ++i) out += "---:|";
+    out += "\n";
+    size_t rows = 0, omitted = 0;
+    for (const CaseReport& c : report.cases) {
+      if (c.status != CaseStatus::Passed || c.result.growth.empty()) continue;
+      if (rows++ >= options.max_drift_cases) {
+        ++omitted;
+        continue;
+      }
+      out += fmt::format("| {} | {} |", cell(code(c.id)), c.result.actions_run);
+      for (Quantity q : all_quantities()) {
+        double worst = -1;
+        for (const GrowthRow& row : c.result.growth) worst = std::max(worst, row.max_ulp_error[q]);
+        out += " " + (worst < 0 ? std::string("–") : number(worst)) + " |";
+      }
+      out += "\n";
+    }
+    if (omitted > 0) out += fmt::format("\n…and {} more cases (see the JSON report).\n", omitted);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,320 @@
+// Tests of the run reports: Markdown holds the field paths, JSON parses, JUnit XML parses with a real XML
+// parser (expat), identical input gives byte-identical output, known discrepancies are shown, not dropped.
+#include "conformance/report/report.h"
+
+#include <expat.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "conformance/program/program_json.h"
+
+namespace lockstep {
+namespace {
+
+Program small_program() {
+  Program p;
+  p.params.push_back({"w", DType::Float32, {2, 3}, {1, 2, 3, 4, 5, 6}});
+  p.loss = sum(mul(param("w"), param("w")));
+  OptimizerSpec o;
+  o.kind = OptimizerKind::Adam;
+  o.defaults.lr = 0.01;
+  p.optimizer = o;
+  Action f, b, s;
+  f.kind = ActionKind::Forward;
+  b.kind = ActionKind::Backward;
+  s.kind = ActionKind::Step;
+  p.actions = {f, b, s};
+  return p;
+}
+
+Difference numeric_difference() {
+  Difference d;
+  d.kind = DifferenceKind::Numeric;
+  d.path = "w → exp_avg_sq[1,2]";
+  d.quantity = Quantity::ExpAvgSq;
+  d.expected = 0.5;
+  d.actual = 0.50000006;
+  d.expected_text = "0.5";
+  d.actual_text = "0.50000006";
+  d.absolute_error = 6e-8;
+  d.relative_error = 1.2e-7;
+  d.ulp_error = 8;
+  d.scale = 0.5;
+  d.allowed_ulps = 4;
+  d.bound = "4 ulp of 0.5 (float32)";
+  return d;
+}
+
+RunReport sample_report() {
+  RunReport report;
+  report.oracle_engine = "libtorch-1.13.1";
+  report.under_test_engine = "impl";
+  report.seed = 42;
+  report.count = 3;
+  report.max_size = 20;
+  report.mode = RunMode::Lockstep;
+
+  CaseReport passed;
+  passed.id = "random-0";
+  passed.duration_seconds = 0.25;
+  report.cases.push_back(passed);
+
+  LockstepResult failed;
+  failed.oracle_engine = report.oracle_engine;
+  failed.under_test_engine = report.under_test_engine;
+  failed.passed = false;
+  failed.failed_action = 2;
+  failed.failed_action_name = "step";
+  failed.actions_run = 3;
+  failed.differences.push_back(numeric_difference());
+  Difference nan_difference = numeric_difference();
+  nan_difference.path = "w → exp_avg[0,0]";
+  nan_difference.actual = std::numeric_limits<double>::quiet_NaN();
+  nan_difference.actual_text = "NaN";
+  nan_difference.bound = "NaN must match NaN";
+  failed.differences.push_back(nan_difference);
+  report.cases.push_back(make_case_report("random-1", failed, small_program(),
+                                          "lockstep run --seed 42 --case random-1", nullptr));
+  report.cases.back().duration_seconds = 1.5;
+
+  LockstepResult known = failed;
+  known.differences = {};
+  Difference s;
+  s.kind = DifferenceKind::Structure;
+  s.path = "w → grad.defined";
+  s.expected_text = "false";
+  s.actual_text = "true";
+  s.bound = "exact";
+  known.differences.push_back(s);
+  KnownDiscrepancies list;
+  list.entries.push_back({"tutorial-*", std::string("* → grad.defined"), "the tutorial is wrong (SEM-10)"});
+  report.cases.push_back(make_case_report("tutorial-003", known, small_program(), "lockstep run --case tutorial-003",
+                                          &list));
+  return report;
+}
+
+TEST(Report, CaseStatusFromKnownDiscrepancies) {
+  RunReport r = sample_report();
+  EXPECT_EQ(r.cases[0].status, CaseStatus::Passed);
+  EXPECT_EQ(r.cases[1].status, CaseStatus::Failed);
+  EXPECT_EQ(r.cases[2].status, CaseStatus::Known);
+  EXPECT_EQ(r.cases[2].known_reason, "the tutorial is wrong (SEM-10)");
+  ReportSummary s = summarise(r);
+  EXPECT_EQ(s.total, 3u);
+  EXPECT_EQ(s.passed, 1u);
+  EXPECT_EQ(s.failed, 1u);
+  EXPECT_EQ(s.known, 1u);
+}
+
+TEST(Report, MarkdownShowsFailuresPathsProgramAndKnownSection) {
+  const std::string md = report_markdown(sample_report());
+  EXPECT_NE(md.find("## lockstep: impl vs libtorch-1.13.1"), std::string::npos);
+  EXPECT_NE(md.find("**1 case failed.**"), std::string::npos);
+  EXPECT_NE(md.find("| Seed | 42 |"), std::string::npos);
+  EXPECT_NE(md.find("| Known discrepancies | 1 |"), std::string::npos);
+  EXPECT_NE(md.find("#### `random-1` — action 2 (step): `w → exp_avg_sq[1,2]`"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `w → exp_avg_sq[1,2]` | 0.5 | 0.50000006 | 6e-08 | 1.2e-07 | 8 | 4 ulp of 0.5 (float32) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("<details><summary>Program (JSON)</summary>"), std::string::npos);
+  EXPECT_NE(md.find("\"mul\""), std::string::npos);  // the program's JSON
+  EXPECT_NE(md.find("lockstep run --seed 42 --case random-1"), std::string::npos);
+  const size_t known = md.find("### Known discrepancies");
+  ASSERT_NE(known, std::string::npos);
+  EXPECT_GT(md.find("the tutorial is wrong (SEM-10)"), known);
+  EXPECT_GT(md.find("`w → grad.defined`"), known);
+  EXPECT_EQ(md.find("random-0"), std::string::npos);  // passing cases are only counted
+  EXPECT_EQ(md.find("1.5"), std::string::npos);       // no durations by default
+}
+
+TEST(Report, JsonParsesAndHoldsEverything) {
+  const std::string text = report_json_text(sample_report());
+  nlohmann::json j = nlohmann::json::parse(text);  // throws if invalid
+  EXPECT_EQ(j["format"], "lockstep-report/1");
+  EXPECT_EQ(j["seed"], 42);
+  EXPECT_EQ(j["mode"], "lockstep");
+  EXPECT_EQ(j["summary"]["failed"], 1);
+  EXPECT_EQ(j["summary"]["known"], 1);
+  ASSERT_EQ(j["cases"].size(), 3u);
+  EXPECT_EQ(j["cases"][0]["status"], "passed");
+  EXPECT_FALSE(j["cases"][0].contains("duration_seconds"));
+  const auto& failure = j["cases"][1]["failure"];
+  EXPECT_EQ(failure["action_index"], 2);
+  EXPECT_EQ(failure["action"], "step");
+  EXPECT_EQ(failure["differences"][0]["path"], "w → exp_avg_sq[1,2]");
+  EXPECT_EQ(failure["differences"][0]["ulp_error"], 8);
+  EXPECT_EQ(failure["differences"][0]["quantity"], "exp_avg_sq");
+  EXPECT_EQ(failure["differences"][1]["actual"], "NaN");  // not a JSON number: written as a string
+  EXPECT_EQ(failure["reproduce"], "lockstep run --seed 42 --case random-1");
+  EXPECT_EQ(failure["program"].dump(), nlohmann::json::parse(program_to_json(small_program()).dump()).dump());
+  EXPECT_EQ(j["cases"][2]["status"], "known");
+  EXPECT_EQ(j["cases"][2]["known_reason"], "the tutorial is wrong (SEM-10)");
+  EXPECT_EQ(text.back(), '\n');
+}
+
+// A minimal DOM from expat, enough to check the JUnit structure.
+struct XmlElement {
+  std::string name;
+  std::map<std::string, std::string> attributes;
+  std::string text;
+  std::vector<XmlElement> children;
+};
+
+struct XmlBuilder {
+  XmlElement root;
+  std::vector<XmlElement*> stack;
+};
+
+void XMLCALL on_start(void* data, const XML_Char* name, const XML_Char** attributes) {
+  auto* b = static_cast<XmlBuilder*>(data);
+  XmlElement e;
+  e.name = name;
+  for (int i = 0; attributes[i]; i += 2) e.attributes[attributes[i]] = attributes[i + 1];
+  if (b->stack.empty()) {
+    b->root = e;
+    b->stack.push_back(&b->root);
+  } else {
+    b->stack.back()->children.push_back(e);
+    b->stack.push_back(&b->stack.back()->children.back());
+  }
+}
+
+void XMLCALL on_end(void* data, const XML_Char*) { static_cast<XmlBuilder*>(data)->stack.pop_back(); }
+
+void XMLCALL on_text(void* data, const XML_Char* s, int len) {
+  auto* b = static_cast<XmlBuilder*>(data);
+  if (!b->stack.empty()) b->stack.back()->text.append(s, static_cast<size_t>(len));
+}
+
+// Parses `xml` strictly; fails the test with expat's message on malformed XML.
+XmlElement parse_xml(const std::string& xml) {
+  XML_Parser parser = XML_ParserCreate("UTF-8");
+  XmlBuilder builder;
+  XML_SetUserData(parser, &builder);
+  XML_SetElementHandler(parser, on_start, on_end);
+  XML_SetCharacterDataHandler(parser, on_text);
+  const XML_Status status = XML_Parse(parser, xml.data(), static_cast<int>(xml.size()), 1);
+  EXPECT_EQ(status, XML_STATUS_OK) << XML_ErrorString(XML_GetErrorCode(parser)) << " at line "
+                                   << XML_GetCurrentLineNumber(parser) << "\n"
+                                   << xml;
+  XML_ParserFree(parser);
+  return builder.root;
+}
+
+TEST(Report, JUnitIsWellFormedXmlWithFailuresAndSkips) {
+  XmlElement root = parse_xml(report_junit(sample_report()));
+  EXPECT_EQ(root.name, "testsuites");
+  EXPECT_EQ(root.attributes["tests"], "3");
+  EXPECT_EQ(root.attributes["failures"], "1");
+  EXPECT_EQ(root.attributes["skipped"], "1");
+  ASSERT_EQ(root.children.size(), 1u);
+  const XmlElement& suite = root.children[0];
+  EXPECT_EQ(suite.name, "testsuite");
+  EXPECT_EQ(suite.attributes.at("tests"), "3");
+  std::vector<const XmlElement*> cases;
+  for (const XmlElement& c : suite.children)
+    if (c.name == "testcase") cases.push_back(&c);
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0]->attributes.at("name"), "random-0");
+  EXPECT_TRUE(cases[0]->children.empty());
+  EXPECT_EQ(cases[0]->attributes.count("time"), 0u);
+  ASSERT_EQ(cases[1]->children.size(), 1u);
+  const XmlElement& failure = cases[1]->children[0];
+  EXPECT_EQ(failure.name, "failure");
+  EXPECT_EQ(failure.attributes.at("type"), "numeric");
+  EXPECT_NE(failure.attributes.at("message").find("w → exp_avg_sq[1,2]"), std::string::npos);
+  EXPECT_NE(failure.text.find("lockstep run --seed 42 --case random-1"), std::string::npos);
+  EXPECT_NE(failure.text.find("\"params\""), std::string::npos);  // the program
+  ASSERT_EQ(cases[2]->children.size(), 1u);
+  EXPECT_EQ(cases[2]->children[0].name, "skipped");
+  EXPECT_EQ(cases[2]->children[0].attributes.at("message"), "known discrepancy: the tutorial is wrong (SEM-10)");
+}
+
+TEST(Report, JUnitEscapesHostileText) {
+  RunReport r = sample_report();
+  const std::string hostile = "a<b>&\"c\"'d'\x01\ne]]>\xff\xc3\xa9";
+  r.cases[1].id = hostile;
+  r.cases[1].reproduce_command = hostile;
+  r.cases[1].result.differences[0].path = hostile;
+  r.under_test_engine = hostile;
+  XmlElement root = parse_xml(report_junit(r));
+  const XmlElement& suite = root.children.at(0);
+  const XmlElement* failed = nullptr;
+  for (const XmlElement& c : suite.children)
+    if (c.name == "testcase" && !c.children.empty() && c.children[0].name == "failure") failed = &c;
+  ASSERT_NE(failed, nullptr);
+  // Control byte and invalid UTF-8 became U+FFFD; everything else survived, including the newline.
+  EXPECT_EQ(failed->attributes.at("name"), "a<b>&\"c\"'d'\xEF\xBF\xBD\ne]]>\xEF\xBF\xBD\xc3\xa9");
+  EXPECT_NE(failed->children[0].text.find("a<b>&\"c\"'d'"), std::string::npos);
+  EXPECT_EQ(xml_escape("<&>\"'"), "&lt;&amp;&gt;&quot;&apos;");
+}
+
+TEST(Report, IdenticalInputGivesByteIdenticalOutputWithoutDurations) {
+  RunReport a = sample_report();
+  RunReport b = sample_report();
+  for (CaseReport& c : b.cases) c.duration_seconds = 99.0;  // different timings
+  EXPECT_EQ(report_markdown(a), report_markdown(b));
+  EXPECT_EQ(report_json_text(a), report_json_text(b));
+  EXPECT_EQ(report_junit(a), report_junit(b));
+  EXPECT_EQ(report_junit(a), report_junit(sample_report()));
+  ReportOptions with_durations;
+  with_durations.include_durations = true;
+  EXPECT_NE(report_junit(a, with_durations).find("time=\"1.500\""), std::string::npos);
+  EXPECT_NE(report_json_text(a, with_durations).find("\"duration_seconds\": 1.5"), std::string::npos);
+  EXPECT_NE(report_junit(a, with_durations), report_junit(b, with_durations));
+}
+
+TEST(Report, FreeRunningGrowthIsShown) {
+  RunReport r = sample_report();
+  r.mode = RunMode::FreeRunning;
+  for (CaseReport& c : r.cases) {
+    c.result.mode = RunMode::FreeRunning;
+    for (size_t i = 0; i < 3; ++i) {
+      GrowthRow row;
+      row.action_index = i;
+      row.action = "step";
+      row.max_ulp_error[Quantity::Param] = static_cast<double>(i + 1);
+      c.result.growth.push_back(row);
+    }
+  }
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("Free-running drift"), std::string::npos);
+  EXPECT_NE(md.find("| # | Action | param |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | step | 3 |"), std::string::npos);
+  EXPECT_NE(md.find("### Drift of passing cases"), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(report_json_text(r));
+  EXPECT_EQ(j["cases"][0]["growth"][2]["max_ulp_error"]["param"], 3);
+  EXPECT_FALSE(j["cases"][0]["growth"][2]["max_ulp_error"].contains("grad"));
+}
+
+TEST(Report, ReadableJsonKeepsFlatArraysOnOneLine) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(R"({"a": [1, 2.5, "NaN"], "b": {"c": [{"d": []}]}, "e": {}})");
+  EXPECT_EQ(readable_json(j),
+            "{\n  \"a\": [1, 2.5, \"NaN\"],\n  \"b\": {\n    \"c\": [\n      {\n        \"d\": []\n      }\n    ]\n  },\n"
+            "  \"e\": {}\n}");
+  EXPECT_EQ(nlohmann::ordered_json::parse(readable_json(j)), j);
+  EXPECT_NE(report_markdown(sample_report()).find("\"shape\": [2, 3]"), std::string::npos);
+}
+
+TEST(Report, EngineFailureIsReported) {
+  RunReport r = sample_report();
+  LockstepResult failed;
+  failed.passed = false;
+  failed.failed_at_setup = true;
+  failed.failed_action_name = "init";
+  failed.engine_failure = "engine under test (impl) threw from synchronise() after setup: nope";
+  r.cases.push_back(make_case_report("random-9", failed, std::nullopt, "", nullptr));
+  XmlElement root = parse_xml(report_junit(r));
+  const XmlElement& last = root.children.at(0).children.back();
+  ASSERT_EQ(last.children.size(), 1u);
+  EXPECT_EQ(last.children[0].attributes.at("type"), "engine");
+  EXPECT_NE(last.children[0].attributes.at("message").find("synchronise"), std::string::npos);
+  EXPECT_NE(report_markdown(r).find("threw from synchronise() after setup: nope"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep

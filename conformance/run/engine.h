@@ -1,0 +1,81 @@
+// The Engine interface: what an implementation under test provides.
+//
+// A C++ framework author implements this class to hold their framework against LibTorch in-process
+// (oracle/torch_engine.h is LibTorch's implementation, impl/engine_adapter.h the clean-room one). The
+// interpreter (interpreter.h) drives an engine through a validated Program: it calls add_parameter for every
+// parameter, make_optimizer if the program has one, then one method per action, and observe() once after
+// the setup and once after every action.
+//
+// Contract:
+//  - Programs are validated before they reach an engine (program.h): names exist, shapes fit, indices are in
+//    range. An engine need not re-check those.
+//  - An action that fails throws EngineError with a normalised kind (trace.h, error_kind) and the engine's
+//    own message. The engine's state after a failed action is whatever its framework leaves (that is
+//    observed and compared too). Any other exception is recorded with kind "other".
+//  - observe() returns the whole observable state (SEMANTICS §8). GradObservation::same_as_previous compares
+//    each grad with the one seen at the previous observe() call: the engine keeps a reference to it.
+//
+// Example:
+//   class MyEngine : public lockstep::Engine { ... };
+//   MyEngine engine;
+//   lockstep::Trace trace = lockstep::run_program(program, engine);
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
+
+namespace lockstep {
+
+class EngineError : public std::runtime_error {
+ public:
+  EngineError(std::string kind, const std::string& message)
+      : std::runtime_error(message), kind_(std::move(kind)) {}
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
+};
+
+struct BackwardArgs {
+  std::optional<bool> retain_graph;              // unset: = create_graph (SEM-2.5)
+  bool create_graph = false;
+  const std::vector<double>* gradient = nullptr;  // explicit gradient, shaped and typed like the output
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // A short name for reports: "libtorch-1.13.1", "impl", ...
+  virtual std::string name() const = 0;
+
+  // Setup: a leaf tensor with requires_grad and an undefined grad (SEM-2.1).
+  virtual void add_parameter(const ParamSpec& spec) = 0;
+  // Constructs the optimizer; validates the defaults as the framework does (SEM-5.2, SEM-6.1).
+  virtual void make_optimizer(const OptimizerSpec& spec) = 0;
+
+  // Actions.
+  virtual void forward(const Expr& loss, bool no_grad) = 0;        // holds the output
+  virtual void backward(const BackwardArgs& args) = 0;              // of the held output
+  virtual void zero_grad(bool set_to_none) = 0;                     // SEM-4.1, SEM-4.2
+  virtual void set_grad_none(const std::string& param) = 0;         // p.grad = None
+  virtual void hold_grad(const std::string& param, const std::string& handle) = 0;
+  virtual void step() = 0;                                          // SEM-5.3, SEM-6.3
+  virtual void set_group_options(int group, const OptimizerOptions& changes) = 0;  // SEM-7.5
+  virtual void add_param_group(const ParamGroupSpec& group) = 0;    // SEM-7.4
+
+  virtual EngineState observe() = 0;
+
+  // Lockstep mode: overwrite every number of the engine's state (parameter values, grad values, optimizer
+  // state tensors, held handles' values) with `target`'s, keeping identities and structure as they are.
+  // Only engines under test need it; the oracle never is re-synchronised.
+  virtual void synchronise(const EngineState& target) {
+    (void)target;
+    throw EngineError(error_kind::kOther, name() + " does not support synchronise()");
+  }
+};
+
+}  // namespace lockstep

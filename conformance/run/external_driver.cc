@@ -1,0 +1,507 @@
+#include "conformance/run/external_driver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "conformance/program/json_reader.h"
+#include "conformance/program/trace_json.h"
+
+extern char** environ;
+
+namespace lockstep {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void ignore_sigpipe_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::signal(SIGPIPE, SIG_IGN); });
+}
+
+void set_nonblocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+std::string truncate_for_message(const std::string& s, size_t n = 200) {
+  if (s.size() <= n) return s;
+  return s.substr(0, n) + fmt::format("... ({} bytes)", s.size());
+}
+
+}  // namespace
+
+const char* driver_status_name(DriverReply::Status s) {
+  switch (s) {
+    case DriverReply::Status::Line: return "line";
+    case DriverReply::Status::Exited: return "driver_exited";
+    case DriverReply::Status::TimedOut: return "timeout";
+    case DriverReply::Status::StderrFlood: return "stderr_flood";
+    case DriverReply::Status::LineTooLong: return "answer_too_long";
+    case DriverReply::Status::StartupFailed: return "startup_failed";
+  }
+  return "?";
+}
+
+std::string driver_hello_line() {
+  nlohmann::ordered_json hello;
+  hello["id"] = kDriverHelloId;
+  hello["hello"]["protocol"] = kDriverProtocolVersion;
+  return hello.dump();
+}
+
+ExternalDriver::ExternalDriver(std::string command, DriverOptions options)
+    : command_(std::move(command)), options_(options) {
+  ignore_sigpipe_once();
+}
+
+ExternalDriver::~ExternalDriver() {
+  if (pid_ <= 0) return;
+  close_fd(stdin_fd_);  // a well-behaved driver exits at end of input
+  auto deadline = Clock::now() + std::chrono::milliseconds(200);
+  while (Clock::now() < deadline) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || r < 0) {
+      ::kill(-pid_, SIGKILL);  // anything it left behind in its group
+      pid_ = -1;
+      close_fds();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill();
+}
+
+void ExternalDriver::close_fds() {
+  close_fd(stdin_fd_);
+  close_fd(stdout_fd_);
+  close_fd(stderr_fd_);
+  stdout_buffer_.clear();
+}
+
+void ExternalDriver::kill() {
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = -1;
+  close_fds();
+}
+
+bool ExternalDriver::spawn(std::string& error) {
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    error = std::string("cannot create pipes: ") + std::strerror(errno);
+    for (int* p : {in, out, err}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+    return false;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group, so that a kill reaches whatever the shell started; default signal handling
+  // (we ignore SIGPIPE, the driver must not inherit that).
+  sigset_t default_signals, no_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGPIPE);
+  sigemptyset(&no_signals);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  posix_spawnattr_setsigmask(&attr, &no_signals);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  std::string sh = "/bin/sh", dash_c = "-c";
+  char* argv[] = {sh.data(), dash_c.data(), command_.data(), nullptr};
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close_fd(in[0]);
+  close_fd(out[1]);
+  close_fd(err[1]);
+  if (rc != 0) {
+    error = std::string("cannot start /bin/sh -c: ") + std::strerror(rc);
+    close_fd(in[1]);
+    close_fd(out[0]);
+    close_fd(err[0]);
+    return false;
+  }
+  pid_ = pid;
+  stdin_fd_ = in[1];
+  stdout_fd_ = out[0];
+  stderr_fd_ = err[0];
+  set_nonblocking(stdin_fd_);
+  set_nonblocking(stdout_fd_);
+  set_nonblocking(stderr_fd_);
+  stdout_buffer_.clear();
+  ++starts_;
+  answered_ = 0;
+  written_ = 0;
+  return true;
+}
+
+std::string ExternalDriver::reap() {
+  std::string what = "closed its stdout";
+  last_exit_status_ = -1;
+  if (pid_ > 0) {
+    // It closed stdout; give it a moment to exit so that the status can be told.
+    int status = 0;
+    pid_t r = 0;
+    auto deadline = Clock::now() + std::chrono::milliseconds(500);
+    while ((r = ::waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (r == pid_) {
+      if (WIFEXITED(status)) {
+        last_exit_status_ = WEXITSTATUS(status);
+        what = fmt::format("exited with status {}", WEXITSTATUS(status));
+      } else if (WIFSIGNALED(status)) {
+        what = fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+      }
+      ::kill(-pid_, SIGKILL);
+      pid_ = -1;
+    }
+  }
+  return what;
+}
+
+// Writes `to_write` and waits until `deadline` for one line on stdout. Anything but a line kills the driver.
+ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, Clock::time_point deadline,
+                                                  std::chrono::milliseconds timeout) {
+  Exchange x;
+  auto finish = [&](DriverReply::Status s, std::string detail) {
+    x.status = s;
+    x.detail = std::move(detail);
+    if (s != DriverReply::Status::Line) kill();
+    return x;
+  };
+  size_t written = 0;
+  bool stdin_broken = false;
+  char chunk[65536];
+
+  while (true) {
+    // An answer already buffered (the driver may have written ahead).
+    size_t nl = stdout_buffer_.find('\n');
+    if (nl != std::string::npos) {
+      x.line = stdout_buffer_.substr(0, nl);
+      stdout_buffer_.erase(0, nl + 1);
+      return finish(DriverReply::Status::Line, "");
+    }
+    if (stdout_buffer_.size() > options_.max_answer_bytes)
+      return finish(DriverReply::Status::LineTooLong,
+                    fmt::format("the driver wrote an answer line longer than {} bytes", options_.max_answer_bytes));
+
+    const auto now = Clock::now();
+    if (now >= deadline)
+      return finish(DriverReply::Status::TimedOut,
+                    fmt::format("no answer within {} ms (the driver was killed)", timeout.count()));
+    int wait_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+
+    pollfd fds[3];
+    int n = 0;
+    int out_i = -1, err_i = -1, in_i = -1;
+    if (stdout_fd_ >= 0) { fds[n] = {stdout_fd_, POLLIN, 0}; out_i = n++; }
+    if (stderr_fd_ >= 0) { fds[n] = {stderr_fd_, POLLIN, 0}; err_i = n++; }
+    if (!stdin_broken && written < to_write.size()) { fds[n] = {stdin_fd_, POLLOUT, 0}; in_i = n++; }
+    int pr = ::poll(fds, static_cast<nfds_t>(n), wait_ms);
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return finish(DriverReply::Status::Exited, std::string("poll failed: ") + std::strerror(errno));
+    }
+    if (in_i >= 0 && (fds[in_i].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t w = ::write(stdin_fd_, to_write.data() + written, to_write.size() - written);
+      if (w > 0) {
+        written += static_cast<size_t>(w);
+        written_ += static_cast<size_t>(w);
+      } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+        stdin_broken = true;  // EPIPE: it stopped reading
+      }
+    }
+    if (err_i >= 0 && (fds[err_i].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t r = ::read(stderr_fd_, chunk, sizeof chunk);
+      if (r > 0) {
+        size_t keep = std::min(static_cast<size_t>(r),
+                               options_.stderr_excerpt_bytes - std::min(options_.stderr_excerpt_bytes,
+                                                                        x.stderr_excerpt.size()));
+        x.stderr_excerpt.append(chunk, keep);
+        x.stderr_bytes += static_cast<size_t>(r);
+        if (x.stderr_bytes > options_.max_stderr_bytes)
+          return finish(DriverReply::Status::StderrFlood,
+                        fmt::format("the driver wrote more than {} bytes on stderr for one program (killed)",
+                                    options_.max_stderr_bytes));
+      } else if (r == 0) {
+        close_fd(stderr_fd_);
+      }
+    }
+    if (out_i >= 0 && (fds[out_i].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t r = ::read(stdout_fd_, chunk, sizeof chunk);
+      if (r > 0) {
+        stdout_buffer_.append(chunk, static_cast<size_t>(r));
+      } else if (r == 0) {
+        // End of stdout: the driver is gone (or closed it). Collect what stderr still holds.
+        if (stderr_fd_ >= 0) {
+          ssize_t e;
+          while ((e = ::read(stderr_fd_, chunk, sizeof chunk)) > 0 &&
+                 x.stderr_excerpt.size() < options_.stderr_excerpt_bytes) {
+            x.stderr_excerpt.append(
+                chunk, std::min(static_cast<size_t>(e), options_.stderr_excerpt_bytes - x.stderr_excerpt.size()));
+            x.stderr_bytes += static_cast<size_t>(e);
+          }
+        }
+        // Did it read anything we wrote? The bytes still in its stdin pipe tell (Linux answers FIONREAD on
+        // either end of a pipe, also after the reader is gone). Unknown counts as read: the driver is then
+        // taken for an old one and started again, which is always safe.
+        int unread = 0;
+        x.read_input = written_ > 0 && (stdin_fd_ < 0 || ::ioctl(stdin_fd_, FIONREAD, &unread) != 0 ||
+                                        static_cast<size_t>(unread) < written_);
+        x.what = reap();
+        x.exit_status = last_exit_status_;
+        std::string partial = stdout_buffer_.empty()
+                                  ? std::string()
+                                  : " (it left an unterminated line: " + truncate_for_message(stdout_buffer_) + ")";
+        return finish(DriverReply::Status::Exited,
+                      fmt::format("the driver {} after answering {} program(s), without answering this one{}",
+                                  x.what, answered_, partial));
+      }
+    }
+  }
+}
+
+ExternalDriver::StartResult ExternalDriver::start(std::string& failure, std::string& stderr_excerpt) {
+  std::string error;
+  if (!spawn(error)) {
+    failure = error;
+    return StartResult::FailedFinal;
+  }
+  if (old_protocol_) return StartResult::Started;  // an old driver gets no hello; its requests tell
+  const auto t0 = Clock::now();
+  Exchange x = exchange(driver_hello_line() + "\n", t0 + options_.startup_timeout, options_.startup_timeout);
+  stderr_excerpt = x.stderr_excerpt;
+  switch (x.status) {
+    case DriverReply::Status::Line: break;
+    case DriverReply::Status::Exited:
+      if (x.read_input) {
+        // It read the hello and died of it without answering: a driver from before the hello.
+        old_protocol_ = true;
+        hello_ = nullptr;
+        return StartResult::OldDriverExited;
+      }
+      failure = fmt::format("it {} before reading the hello line", x.what);
+      if (x.exit_status == 127 || x.exit_status == 126) {
+        failure += x.exit_status == 127 ? " (the shell could not find the command)"
+                                        : " (the shell could not execute the command)";
+        return StartResult::FailedFinal;
+      }
+      return StartResult::Failed;
+    case DriverReply::Status::TimedOut:
+      failure = fmt::format("no answer to the hello within the start-up timeout of {} ms (the driver was killed)",
+                            options_.startup_timeout.count());
+      return StartResult::FailedFinal;
+    case DriverReply::Status::StderrFlood:
+      failure = fmt::format("it wrote more than {} bytes on stderr at start-up (killed)", options_.max_stderr_bytes);
+      return StartResult::FailedFinal;
+    default:
+      failure = x.detail;
+      return StartResult::FailedFinal;
+  }
+  // A line: a hello answer ({"hello": {...}}, with "id" "lockstep-hello" or none), or anything else (an old
+  // driver answering what it took for a request, or echoing it; it read one line and wrote one, so it is in
+  // step).
+  nlohmann::ordered_json doc;
+  try {
+    doc = parse_json_text(x.line, 512);
+  } catch (const JsonError&) {
+  }
+  // An echo of the hello line (`cat` as a driver) is no hello answer either.
+  if (!doc.is_object() || !doc.contains("hello") || doc == nlohmann::ordered_json::parse(driver_hello_line())) {
+    old_protocol_ = true;
+    hello_ = nullptr;
+    return StartResult::Started;
+  }
+  try {
+    JsonObjectReader r(doc, "", "an answer to the hello");
+    if (r.has("id") && r.string("id") != kDriverHelloId)
+      throw JsonError("/id", fmt::format("expected \"{}\"", kDriverHelloId));
+    const nlohmann::ordered_json& hello = r.required("hello");
+    r.finish(/*allow_comment=*/false);
+    if (!hello.is_object())
+      throw JsonError("/hello", std::string("expected an object, got ") + json_type_name(hello));
+    if (!hello.contains("name")) throw JsonError("/hello", "missing \"name\"");
+    if (!hello.contains("version")) throw JsonError("/hello", "missing \"version\"");
+    if (!hello.contains("protocol")) throw JsonError("/hello", "missing \"protocol\"");
+    if (string_from_json(hello["name"], "/hello/name").empty()) throw JsonError("/hello/name", "empty");
+    string_from_json(hello["version"], "/hello/version");
+    int64_t protocol = int_from_json(hello["protocol"], "/hello/protocol");
+    if (protocol != kDriverProtocolVersion)
+      throw JsonError("/hello/protocol", fmt::format("the driver speaks protocol {}, lockstep speaks {}", protocol,
+                                                     kDriverProtocolVersion));
+    hello_ = hello;
+  } catch (const JsonError& e) {
+    failure = fmt::format("its answer to the hello does not read: {}{}: {} (line: {})",
+                          e.pointer().empty() ? "" : "at ", e.pointer(), e.message(), truncate_for_message(x.line));
+    kill();
+    return StartResult::FailedFinal;
+  }
+  return StartResult::Started;
+}
+
+DriverReply ExternalDriver::request(const std::string& line) {
+  DriverReply reply;
+  // A failed start: tried once more at once (the loop below) unless it cannot help or it is the second in a row.
+  auto startup_failure = [&](StartResult result, const std::string& failure, const std::string& stderr_excerpt) {
+    ++startup_failures_in_a_row_;
+    if (result == StartResult::Failed && startup_failures_in_a_row_ < 2) return;
+    std::string stderr_text = stderr_excerpt;
+    while (!stderr_text.empty() && (stderr_text.back() == '\n' || stderr_text.back() == '\r')) stderr_text.pop_back();
+    startup_failed_ = true;
+    startup_failure_ = fmt::format("the driver '{}' failed to start: {}{}", command_, failure,
+                                   startup_failures_in_a_row_ > 1
+                                       ? fmt::format(" ({} tries in a row)", startup_failures_in_a_row_)
+                                       : std::string());
+    startup_failure_ += stderr_text.empty() ? "\nit wrote nothing on stderr" : "\nits stderr:\n" + stderr_text;
+    startup_stderr_ = stderr_excerpt;
+  };
+  auto failed = [&] {
+    reply.status = DriverReply::Status::StartupFailed;
+    reply.detail = startup_failure_;
+    reply.stderr_excerpt = startup_stderr_;
+    return reply;
+  };
+  while (true) {
+    if (startup_failed_) return failed();
+    if (pid_ <= 0) {
+      std::string failure, stderr_excerpt;
+      StartResult result = start(failure, stderr_excerpt);
+      if (result == StartResult::OldDriverExited) continue;  // started again at once, without the hello
+      if (result != StartResult::Started) {
+        startup_failure(result, failure, stderr_excerpt);
+        continue;
+      }
+      if (!old_protocol_) startup_failures_in_a_row_ = 0;
+    }
+    const auto t0 = Clock::now();
+    Exchange x = exchange(line + "\n", t0 + options_.timeout, options_.timeout);
+    if (x.status == DriverReply::Status::Exited && !x.read_input && old_protocol_) {
+      // An old driver that died before reading its first request: it did not start.
+      startup_failure(x.exit_status == 127 || x.exit_status == 126 ? StartResult::FailedFinal : StartResult::Failed,
+                      fmt::format("it {} before reading its first request{}", x.what,
+                                  x.exit_status == 127   ? " (the shell could not find the command)"
+                                  : x.exit_status == 126 ? " (the shell could not execute the command)"
+                                                         : ""),
+                      x.stderr_excerpt);
+      continue;
+    }
+    startup_failures_in_a_row_ = 0;
+    if (x.status == DriverReply::Status::Line) ++answered_;
+    reply.status = x.status;
+    reply.line = std::move(x.line);
+    reply.detail = std::move(x.detail);
+    reply.stderr_excerpt = std::move(x.stderr_excerpt);
+    reply.stderr_bytes = x.stderr_bytes;
+    reply.elapsed = Clock::now() - t0;
+    return reply;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+std::string driver_request_line(const std::string& id, const nlohmann::ordered_json& program_json) {
+  nlohmann::ordered_json request;
+  request["id"] = id;
+  request["program"] = program_json;
+  return request.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+DriverOutcome parse_driver_answer(const std::string& line, const std::string& id) {
+  DriverOutcome out;
+  auto garbage = [&](const std::string& pointer, const std::string& message) {
+    out.kind = DriverOutcome::Kind::Failure;
+    out.failure_category = "garbage";
+    out.failure = fmt::format("the driver's answer is not a valid answer: {}{}: {} (line: {})",
+                              pointer.empty() ? "" : "at ", pointer, message, truncate_for_message(line));
+    return out;
+  };
+  nlohmann::ordered_json doc;
+  try {
+    doc = parse_json_text(line, 512);
+  } catch (const JsonError& e) {
+    return garbage("", std::string("not JSON: ") + e.what());
+  }
+  if (!doc.is_object()) return garbage("", std::string("expected an object, got ") + json_type_name(doc));
+  try {
+    JsonObjectReader r(doc, "", "an answer");
+    std::string answer_id = r.string("id");
+    if (answer_id != id) {
+      out.kind = DriverOutcome::Kind::Failure;
+      out.failure_category = "wrong_id";
+      out.failure = fmt::format("the driver answered id '{}' for request '{}' (out of step)",
+                                truncate_for_message(answer_id), id);
+      return out;
+    }
+    const auto* trace = r.optional("trace");
+    const auto* unsupported = r.optional("unsupported");
+    r.finish(/*allow_comment=*/false);
+    if ((trace != nullptr) == (unsupported != nullptr))
+      return garbage("", "an answer holds exactly one of \"trace\" and \"unsupported\"");
+    if (unsupported) {
+      out.kind = DriverOutcome::Kind::Unsupported;
+      out.feature = string_from_json(*unsupported, "/unsupported");
+      if (out.feature.empty()) return garbage("/unsupported", "the feature name is empty");
+      return out;
+    }
+    try {
+      out.trace = trace_from_json(*trace);
+    } catch (const JsonError& e) {
+      return garbage(json_pointer_append("", "trace") + e.pointer(), e.message());
+    }
+    out.kind = DriverOutcome::Kind::Trace;
+    return out;
+  } catch (const JsonError& e) {
+    return garbage(e.pointer(), e.message());
+  }
+}
+
+DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
+                            const nlohmann::ordered_json& program_json) {
+  DriverReply reply = driver.request(driver_request_line(id, program_json));
+  DriverOutcome out;
+  if (reply.status == DriverReply::Status::Line) {
+    out = parse_driver_answer(reply.line, id);
+    if (out.kind == DriverOutcome::Kind::Failure) driver.kill();  // it may be out of step
+  } else {
+    out.kind = DriverOutcome::Kind::Failure;
+    out.failure_category = driver_status_name(reply.status);
+    out.failure = reply.detail;
+  }
+  out.stderr_excerpt = std::move(reply.stderr_excerpt);
+  out.elapsed = reply.elapsed;
+  return out;
+}
+
+}  // namespace lockstep

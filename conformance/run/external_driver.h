@@ -1,0 +1,195 @@
+// Driving an implementation in any language over a pipe: the driver protocol of fixtures/PROTOCOL.md.
+//
+// A driver is a command (run with `/bin/sh -c COMMAND`, in its own process group) that reads one request
+// per line on stdin and writes one answer per line on stdout, in order:
+//   request:  {"id": "grad-sgd-momentum-0001", "program": PROGRAM}          (program_json.h)
+//   answer:   {"id": "grad-sgd-momentum-0001", "trace": TRACE}              (trace_json.h)
+//         or  {"id": "grad-sgd-momentum-0001", "unsupported": "amsgrad"}    (reported as skipped)
+// Whatever else the driver does is a per-program failure, and the next program goes on: it crashes or
+// exits (the driver is restarted for the next program), hangs past the per-program timeout (killed,
+// restarted), writes a line that is not an answer or answers another id (killed and restarted, as it may
+// be out of step), or writes more than the stderr cap while handling one program (killed, restarted).
+// Its stderr is drained all the time (so it never blocks on a full pipe); the first bytes of it per
+// program are kept for the report.
+//
+// Start-up and the hello (PROTOCOL.md section 2a). Every process lockstep starts first gets the line
+//   {"id": "lockstep-hello", "hello": {"protocol": 1}}
+// and has DriverOptions::startup_timeout (60 s) to answer it with
+//   {"id": "lockstep-hello", "hello": {"name": "pytorch-python", "version": "1.13.1", "protocol": 1, ...}}
+// (the "id" may be left out; other fields of "hello" are kept, see hello()). The per-program timeout counts
+// only from writing a program's request, so a slow start (`import torch` on a cold machine) costs no program.
+// Drivers written before the hello keep working, without flags:
+//  - a driver that answers the hello line with any other line (an error answer, garbage, an echo) has read
+//    one line and written one: it is in step, is kept, and is an *old driver* from then on: no later process
+//    of this ExternalDriver gets the hello (old_protocol());
+//  - a driver that exits after reading the hello line without answering it (the old tools/impl_driver exits
+//    2 on a request without "program", Python drivers die of a KeyError) is an old driver too: it is started
+//    again at once, without the hello, and the program goes to the new process (one extra start per run);
+//  - a driver that exits (or is killed) *before reading* the hello line has failed to start: the command does
+//    not exist (/bin/sh exits 127), `import torch` failed, ... Whether the line was read is told by the bytes
+//    still unread in its stdin pipe (FIONREAD), so this needs no guess about exit statuses. For an old driver
+//    the same holds for the first request a new process gets.
+// A driver that does not answer the hello within the start-up timeout, or answers it with a "hello" that
+// does not read, has failed to start too.
+//
+// Start-up failures end the run once: a failed start is tried once more at once (a transient failure),
+// except when the retry cannot help (command not found, start-up timeout, a bad hello answer); the second
+// start-up failure in a row (or one that cannot be retried) makes the driver *start-up failed* for good:
+// that request and every later one answer Status::StartupFailed at once without starting anything, and
+// startup_failed() / startup_failure() give the message (the command, its exit status or signal, and its
+// stderr). Callers stop the run there (exit status 2) instead of failing every program.
+//
+// Example:
+//   ExternalDriver driver("python3 tools/adapters/pytorch_driver.py", DriverOptions{});
+//   DriverOutcome out = run_on_driver(driver, "case-1", program);
+//   if (driver.startup_failed()) { std::cerr << driver.startup_failure(); return 2; }
+//   if (out.kind == DriverOutcome::Kind::Trace) ... out.trace ...
+//   else if (out.kind == DriverOutcome::Kind::Unsupported) ... out.feature ...
+//   else std::cerr << out.failure << "\n" << out.stderr_excerpt;
+//
+// Note: the first ExternalDriver sets SIGPIPE to SIG_IGN for the whole process (a driver that closed its
+// stdin must give EPIPE, not kill the harness).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
+
+namespace lockstep {
+
+struct DriverOptions {
+  std::chrono::milliseconds timeout{10000};     // per program, from writing the request to its answer
+  std::chrono::milliseconds startup_timeout{60000};  // from starting a process to its answer to the hello
+  size_t max_stderr_bytes = size_t{1} << 20;     // per program; more is a failure ("floods stderr")
+  size_t max_answer_bytes = size_t{256} << 20;   // one answer line; longer is a failure
+  size_t stderr_excerpt_bytes = 4096;            // kept per program for the report
+};
+
+// The raw result of one request: a line, or what went wrong instead.
+struct DriverReply {
+  enum class Status {
+    Line,         // `line` holds the answer (without its newline)
+    Exited,       // the driver exited (or closed stdout) before answering
+    TimedOut,     // no answer within the timeout; the driver was killed
+    StderrFlood,  // more than max_stderr_bytes on stderr; the driver was killed
+    LineTooLong,  // an answer line beyond max_answer_bytes; the driver was killed
+    StartupFailed,  // the driver cannot start (see startup_failure()); nothing more will be started
+  };
+  Status status = Status::Line;
+  std::string line;
+  std::string detail;           // a readable sentence for anything but Line
+  std::string stderr_excerpt;   // the first bytes of stderr written while this request was pending
+  size_t stderr_bytes = 0;
+  std::chrono::nanoseconds elapsed{0};
+};
+
+const char* driver_status_name(DriverReply::Status s);  // "line", "exited", "timed_out", ...
+
+// The hello line lockstep writes first to every driver process it starts, and the protocol version it speaks.
+inline constexpr int kDriverProtocolVersion = 1;
+inline constexpr const char* kDriverHelloId = "lockstep-hello";
+std::string driver_hello_line();  // {"id": "lockstep-hello", "hello": {"protocol": 1}}
+
+// One driver process, started lazily (with the hello) and restarted after it died or was killed.
+class ExternalDriver {
+ public:
+  explicit ExternalDriver(std::string command, DriverOptions options = {});
+  ~ExternalDriver();  // closes the driver's stdin, gives it 200 ms to exit, then kills its process group
+  ExternalDriver(const ExternalDriver&) = delete;
+  ExternalDriver& operator=(const ExternalDriver&) = delete;
+
+  // Writes `line` (no newline in it) and a newline, and waits for one line of answer. Starts the driver
+  // first if none runs (start-up and hello under startup_timeout; the timeout counts from the request).
+  DriverReply request(const std::string& line);
+
+  // Kills the driver's process group now; the next request starts a new one.
+  void kill();
+
+  const std::string& command() const { return command_; }
+  const DriverOptions& options() const { return options_; }
+  int starts() const { return starts_; }     // how many processes were started so far
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  // The driver's whole hello object ({"name": ..., "version": ..., "protocol": 1, ...}) from the last
+  // handshake; null before the first start and for an old driver (one that does not answer the hello).
+  const nlohmann::ordered_json& hello() const { return hello_; }
+  bool old_protocol() const { return old_protocol_; }  // found not to answer the hello: no more hellos
+  // The driver cannot start (see the header comment): every request answers StartupFailed from then on.
+  bool startup_failed() const { return startup_failed_; }
+  const std::string& startup_failure() const { return startup_failure_; }  // the message, with its stderr
+
+ private:
+  // What one exchange (a line written, one line read) came to; the transport of request() and the hello.
+  struct Exchange {
+    DriverReply::Status status = DriverReply::Status::Line;
+    std::string line;
+    std::string what;         // Exited: "exited with status 3" / "was killed by signal 11" / "closed its stdout"
+    std::string detail;       // anything but Line: a readable sentence
+    bool read_input = true;   // Exited: whether the process read any of the bytes written to it so far
+    int exit_status = -1;     // Exited: the exit status when it exited
+    std::string stderr_excerpt;
+    size_t stderr_bytes = 0;
+  };
+  enum class StartResult { Started, OldDriverExited, Failed, FailedFinal };
+
+  bool spawn(std::string& error);
+  StartResult start(std::string& failure, std::string& stderr_excerpt);  // spawn + hello
+  Exchange exchange(const std::string& line, std::chrono::steady_clock::time_point deadline,
+                    std::chrono::milliseconds timeout);
+  std::string reap();  // waits a moment for the exited driver; "exited with status 3" / "was killed by ..."
+  void close_fds();
+
+  std::string command_;
+  DriverOptions options_;
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
+  std::string stdout_buffer_;  // bytes read past the last answer line
+  int starts_ = 0;
+  int answered_ = 0;  // answers from the current process
+  size_t written_ = 0;  // bytes written to the current process's stdin
+  int last_exit_status_ = -1;  // of the process reaped last
+  nlohmann::ordered_json hello_;
+  bool old_protocol_ = false;
+  int startup_failures_in_a_row_ = 0;
+  bool startup_failed_ = false;
+  std::string startup_failure_;
+  std::string startup_stderr_;  // of the start-up that failed last
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// The protocol on top of the pipe.
+
+// {"id": ID, "program": PROGRAM} as one line (compact JSON, no newline).
+std::string driver_request_line(const std::string& id, const nlohmann::ordered_json& program_json);
+
+// One program's outcome on a driver.
+struct DriverOutcome {
+  enum class Kind { Trace, Unsupported, Failure };
+  Kind kind = Kind::Failure;
+  Trace trace;                  // Trace
+  std::string feature;          // Unsupported: the feature the driver named
+  std::string failure;          // Failure: a readable sentence ("timed out after 10000 ms", ...)
+  std::string failure_category; // Failure: "driver_exited", "timeout", "stderr_flood", "garbage", ...,
+                                // "startup_failed" (the driver cannot start: stop the run, startup_failed())
+  std::string stderr_excerpt;
+  std::chrono::nanoseconds elapsed{0};
+};
+
+// Reads an answer line for request `id` (no I/O). A malformed answer gives a Failure with category
+// "garbage" naming the JSON pointer of the problem; an answer for another id, category "wrong_id".
+DriverOutcome parse_driver_answer(const std::string& line, const std::string& id);
+
+// Sends the program, reads the answer, parses it. After any failure the driver is killed, so the next
+// program starts with a fresh process (a driver out of step cannot answer for the wrong program).
+DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
+                            const nlohmann::ordered_json& program_json);
+
+}  // namespace lockstep

@@ -1,0 +1,420 @@
+// Tests of the driver protocol's transport (external_driver.h): every way a driver can misbehave gives a clear
+// per-program failure, and the next program gets a fresh driver; the start-up hello, old drivers without it,
+// and drivers that cannot start (one start-up failure for the run, not one per program).
+#include "conformance/run/external_driver.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "conformance/run/interpreter.h"
+#include "conformance/program/program_json.h"
+#include "conformance/program/trace_json.h"
+#include "impl/engine_adapter.h"
+
+namespace lockstep {
+namespace {
+
+using Status = DriverReply::Status;
+using namespace std::chrono_literals;
+
+DriverOptions quick(std::chrono::milliseconds timeout = 2000ms) {
+  DriverOptions o;
+  o.timeout = timeout;
+  o.startup_timeout = 5000ms;
+  return o;
+}
+
+// A shell driver that answers the hello first, then runs `body` (the transport tests are about what comes next).
+const char* const kHelloAnswer =
+    R"({"id": "lockstep-hello", "hello": {"name": "sh-test", "version": "0", "protocol": 1, "extra": [1, 2]}})";
+std::string with_hello(const std::string& body) {
+  return std::string("read hello; echo '") + kHelloAnswer + "'; " + body;
+}
+
+Program small_program() {
+  Program p;
+  p.params.push_back({"x", DType::Float64, {3}, {1, 2, 3}});
+  p.loss = sum(mul(param("x"), param("x")));
+  p.actions = {Action{}, Action{}};
+  p.actions[1].kind = ActionKind::Backward;
+  validate(p);
+  return p;
+}
+
+std::string temp_file(const std::string& contents) {
+  char name[] = "/tmp/lockstep-driver-test-XXXXXX";
+  int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  std::ofstream(name) << contents;
+  return name;
+}
+
+TEST(ExternalDriver, AnswersLineByLineWithOneProcess) {
+  ExternalDriver d(with_hello("while read l; do echo \"got $l\"; done"), quick());
+  for (int i = 0; i < 3; ++i) {
+    DriverReply r = d.request("req" + std::to_string(i));
+    ASSERT_EQ(r.status, Status::Line) << r.detail;
+    EXPECT_EQ(r.line, "got req" + std::to_string(i));
+  }
+  EXPECT_EQ(d.starts(), 1);
+}
+
+TEST(ExternalDriver, CrashIsAFailureNamingTheExitStatusAndTheNextRequestRestarts) {
+  ExternalDriver d(with_hello("read l; echo 'dying' >&2; exit 3"), quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::Exited);
+  EXPECT_NE(r.detail.find("exited with status 3"), std::string::npos) << r.detail;
+  EXPECT_NE(r.stderr_excerpt.find("dying"), std::string::npos);
+  r = d.request("b");
+  EXPECT_EQ(r.status, Status::Exited);
+  EXPECT_EQ(d.starts(), 2);
+}
+
+TEST(ExternalDriver, KilledBySignalIsNamed) {
+  ExternalDriver d(with_hello("read l; kill -SEGV $$"), quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::Exited);
+  EXPECT_NE(r.detail.find("signal 11"), std::string::npos) << r.detail;
+}
+
+TEST(ExternalDriver, TooFewLinesIsAFailureForTheUnansweredProgram) {
+  // Answers the first request, then exits: the second program fails, the third gets a new process.
+  ExternalDriver d(with_hello("read l; echo first"), quick());
+  EXPECT_EQ(d.request("1").status, Status::Line);
+  DriverReply r = d.request("2");
+  EXPECT_EQ(r.status, Status::Exited);
+  EXPECT_NE(r.detail.find("after answering 1 program"), std::string::npos) << r.detail;
+  EXPECT_EQ(d.request("3").status, Status::Line);
+  EXPECT_EQ(d.starts(), 2);
+}
+
+TEST(ExternalDriver, HangIsKilledAtTheTimeoutWithItsWholeProcessGroup) {
+  ExternalDriver d(with_hello("sleep 30 & wait"), quick(300ms));
+  const auto t0 = std::chrono::steady_clock::now();
+  DriverReply r = d.request("a");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status, Status::TimedOut);
+  EXPECT_NE(r.detail.find("300 ms"), std::string::npos) << r.detail;
+  EXPECT_LT(took, 3s);
+  EXPECT_FALSE(d.running());
+}
+
+TEST(ExternalDriver, DriverThatNeverReadsStdinDoesNotBlockTheHarness) {
+  ExternalDriver d(with_hello("sleep 30"), quick(300ms));
+  DriverReply r = d.request(std::string(4 << 20, 'x'));  // far more than a pipe buffer
+  EXPECT_EQ(r.status, Status::TimedOut);
+}
+
+TEST(ExternalDriver, StderrFloodIsAFailure) {
+  DriverOptions o = quick();
+  o.max_stderr_bytes = 64 << 10;
+  ExternalDriver d(with_hello("yes 'noise noise noise' >&2"), o);
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::StderrFlood);
+  EXPECT_LE(r.stderr_excerpt.size(), o.stderr_excerpt_bytes);
+  EXPECT_NE(r.stderr_excerpt.find("noise"), std::string::npos);
+}
+
+TEST(ExternalDriver, ModestStderrIsKeptAndTheAnswerStillCounts) {
+  ExternalDriver d("while read l; do echo 'debug output' >&2; echo ok; done", quick());
+  DriverReply r = d.request("a");
+  ASSERT_EQ(r.status, Status::Line);
+  EXPECT_EQ(r.line, "ok");
+  EXPECT_NE(r.stderr_excerpt.find("debug output"), std::string::npos);
+}
+
+TEST(ExternalDriver, EndlessLineIsCutOff) {
+  DriverOptions o = quick(5000ms);
+  o.max_answer_bytes = 1 << 20;
+  ExternalDriver d(with_hello("read l; tr '\\0' a < /dev/zero"), o);
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::LineTooLong);
+}
+
+TEST(ExternalDriver, MissingCommandIsAStartupFailureAndIsNotRetried) {
+  ExternalDriver d("/nonexistent/driver --flag", quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::StartupFailed);
+  EXPECT_TRUE(d.startup_failed());
+  EXPECT_NE(r.detail.find("status 127"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("could not find the command"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("/nonexistent/driver --flag"), std::string::npos) << r.detail;  // the command
+  EXPECT_NE(r.detail.find("nonexistent"), std::string::npos) << r.detail;                  // and its stderr
+  EXPECT_NE(r.stderr_excerpt.find("nonexistent"), std::string::npos) << r.stderr_excerpt;
+  EXPECT_EQ(d.startup_failure(), r.detail);
+  EXPECT_EQ(d.request("b").status, Status::StartupFailed);
+  EXPECT_EQ(d.starts(), 1);  // 127: a retry cannot help
+}
+
+// --- Start-up: the hello, old drivers, drivers that cannot start -------------------------------------------
+
+TEST(DriverStartup, HelloLineIsOneJsonObject) {
+  auto doc = nlohmann::ordered_json::parse(driver_hello_line());
+  EXPECT_EQ(doc["id"], "lockstep-hello");
+  EXPECT_EQ(doc["hello"]["protocol"], 1);
+  EXPECT_EQ(driver_hello_line().find('\n'), std::string::npos);
+}
+
+TEST(DriverStartup, HelloIsKeptWhole) {
+  ExternalDriver d(with_hello("while read l; do echo ok; done"), quick());
+  EXPECT_TRUE(d.hello().is_null());  // not started yet
+  ASSERT_EQ(d.request("a").status, Status::Line);
+  EXPECT_FALSE(d.old_protocol());
+  EXPECT_EQ(d.hello()["name"], "sh-test");
+  EXPECT_EQ(d.hello()["version"], "0");
+  EXPECT_EQ(d.hello()["protocol"], 1);
+  EXPECT_EQ(d.hello()["extra"], nlohmann::ordered_json::parse("[1, 2]"));  // kept for capabilities
+}
+
+// The per-program timeout counts from the request: a driver 1.5 s slow to start passes with a 1 s timeout.
+TEST(DriverStartup, SlowStartDoesNotCountAgainstTheFirstProgram) {
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(run_program(p, *engine));
+  const std::string file = temp_file(answer.dump() + "\n");
+  ExternalDriver d("sleep 1.5; " + with_hello("while read l; do cat " + file + "; done"), quick(1000ms));
+  nlohmann::ordered_json pj = program_to_json(p);
+  for (int i = 0; i < 2; ++i) {
+    DriverOutcome out = run_on_driver(d, "c", pj);
+    EXPECT_EQ(out.kind, DriverOutcome::Kind::Trace) << out.failure;
+    EXPECT_LT(out.elapsed, 1000ms);
+  }
+  EXPECT_EQ(d.starts(), 1);
+  EXPECT_EQ(d.hello()["name"], "sh-test");
+  std::remove(file.c_str());
+}
+
+TEST(DriverStartup, HandshakeTimeoutIsAStartupFailure) {
+  DriverOptions o = quick(5000ms);
+  o.startup_timeout = 300ms;
+  ExternalDriver d("echo 'still loading' >&2; sleep 30", o);
+  const auto t0 = std::chrono::steady_clock::now();
+  DriverReply r = d.request("a");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  EXPECT_EQ(r.status, Status::StartupFailed);
+  EXPECT_NE(r.detail.find("start-up timeout of 300 ms"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("still loading"), std::string::npos) << r.detail;
+  EXPECT_FALSE(d.running());
+  EXPECT_EQ(d.request("b").status, Status::StartupFailed);
+  EXPECT_EQ(d.starts(), 1);  // waiting out the timeout again cannot help
+}
+
+// A driver that exits at start-up: one start-up failure with its stderr and status, tried twice in all, and
+// not once per program.
+TEST(DriverStartup, ExitAtStartupIsOneStartupFailureWithItsStderr) {
+  ExternalDriver d("echo 'ImportError: no module named torch' >&2; exit 3", quick());
+  nlohmann::ordered_json pj = program_to_json(small_program());
+  DriverOutcome out = run_on_driver(d, "c", pj);
+  EXPECT_EQ(out.kind, DriverOutcome::Kind::Failure);
+  EXPECT_EQ(out.failure_category, "startup_failed");
+  EXPECT_NE(out.failure.find("ImportError: no module named torch"), std::string::npos) << out.failure;
+  EXPECT_NE(out.failure.find("exited with status 3"), std::string::npos) << out.failure;
+  EXPECT_NE(out.failure.find("before reading the hello"), std::string::npos) << out.failure;
+  EXPECT_TRUE(d.startup_failed());
+  EXPECT_EQ(d.starts(), 2);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run_on_driver(d, "c", pj).failure_category, "startup_failed");
+  EXPECT_EQ(d.starts(), 2);
+}
+
+TEST(DriverStartup, KilledAtStartupNamesTheSignal) {
+  ExternalDriver d("kill -KILL $$", quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::StartupFailed);
+  EXPECT_NE(r.detail.find("signal 9"), std::string::npos) << r.detail;
+}
+
+TEST(DriverStartup, OneFailedStartIsTriedOnceMore) {
+  const std::string flag = temp_file("");
+  std::remove(flag.c_str());
+  // The first process fails before reading anything; the second starts.
+  ExternalDriver d("if [ ! -e " + flag + " ]; then touch " + flag + "; echo flaky >&2; exit 1; fi; " +
+                       with_hello("while read l; do echo ok; done"),
+                   quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::Line) << r.detail;
+  EXPECT_FALSE(d.startup_failed());
+  EXPECT_EQ(d.starts(), 2);
+  std::remove(flag.c_str());
+}
+
+TEST(DriverStartup, BadHelloAnswerIsAStartupFailure) {
+  ExternalDriver d(R"(read h; echo '{"hello": {"name": "x", "protocol": 1}}'; while read l; do echo ok; done)",
+                   quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::StartupFailed);
+  EXPECT_NE(r.detail.find("version"), std::string::npos) << r.detail;
+  ExternalDriver future(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 2}}')", quick());
+  r = future.request("a");
+  EXPECT_EQ(r.status, Status::StartupFailed);
+  EXPECT_NE(r.detail.find("protocol 2"), std::string::npos) << r.detail;
+}
+
+// Drivers written before the hello keep working. One that exits on the hello (it has no "program") is started
+// again at once without it; no later process gets the hello.
+TEST(DriverStartup, OldDriverThatExitsOnTheHelloIsStartedAgainWithoutIt) {
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(run_program(p, *engine));
+  const std::string file = temp_file(answer.dump() + "\n");
+  // Like the old tools/impl_driver: a request without "program" is an error, exit 2.
+  ExternalDriver d("while read l; do case \"$l\" in *'\"program\"'*) cat " + file +
+                       ";; *) echo 'bad request' >&2; exit 2;; esac; done",
+                   quick());
+  nlohmann::ordered_json pj = program_to_json(p);
+  DriverOutcome out = run_on_driver(d, "c", pj);
+  EXPECT_EQ(out.kind, DriverOutcome::Kind::Trace) << out.failure;
+  EXPECT_TRUE(d.old_protocol());
+  EXPECT_TRUE(d.hello().is_null());
+  EXPECT_EQ(d.starts(), 2);  // one extra start, once
+  EXPECT_EQ(run_on_driver(d, "c", pj).kind, DriverOutcome::Kind::Trace);
+  // After a per-program failure, the restart gets no hello either (it would exit on it).
+  d.kill();
+  EXPECT_EQ(run_on_driver(d, "c", pj).kind, DriverOutcome::Kind::Trace);
+  EXPECT_EQ(d.starts(), 3);
+  EXPECT_FALSE(d.startup_failed());
+  std::remove(file.c_str());
+}
+
+// One that echoes the hello (`cat`) is an old driver too.
+TEST(DriverStartup, EchoDriverIsAnOldDriver) {
+  ExternalDriver d("cat", quick());
+  DriverReply r = d.request("line 1");
+  ASSERT_EQ(r.status, Status::Line) << r.detail;
+  EXPECT_EQ(r.line, "line 1");
+  EXPECT_TRUE(d.old_protocol());
+  EXPECT_EQ(d.starts(), 1);
+}
+
+// One that answers the hello with something else (here: its canned answer) is in step and kept.
+TEST(DriverStartup, OldDriverThatAnswersTheHelloIsKept) {
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(run_program(p, *engine));
+  const std::string file = temp_file(answer.dump() + "\n");
+  ExternalDriver d("while read l; do cat " + file + "; done", quick());
+  nlohmann::ordered_json pj = program_to_json(p);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(run_on_driver(d, "c", pj).kind, DriverOutcome::Kind::Trace);
+  EXPECT_TRUE(d.old_protocol());
+  EXPECT_EQ(d.starts(), 1);
+  std::remove(file.c_str());
+}
+
+// An old driver that crashes on a program is restarted per program, as before: it read the program.
+TEST(DriverStartup, OldDriverCrashingOnAProgramIsAPerProgramFailure) {
+  ExternalDriver d("read l; echo 'crash' >&2; exit 2", quick());
+  for (int i = 0; i < 3; ++i) {
+    DriverReply r = d.request("{\"id\": \"a\", \"program\": {}}");
+    EXPECT_EQ(r.status, Status::Exited) << r.detail;
+    EXPECT_NE(r.stderr_excerpt.find("crash"), std::string::npos);
+  }
+  EXPECT_FALSE(d.startup_failed());
+  EXPECT_EQ(d.starts(), 4);  // the hello's start, then one per program
+}
+
+// An old driver whose restart dies before reading its request did not start: a start-up failure, not one
+// failure per program.
+TEST(DriverStartup, OldDriverThatCannotStartAgainIsAStartupFailure) {
+  const std::string flag = temp_file("");
+  std::remove(flag.c_str());
+  ExternalDriver d("if [ -e " + flag + " ]; then echo 'gone' >&2; exit 4; fi; touch " + flag +
+                       "; read l; exit 2",
+                   quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::StartupFailed) << r.detail;
+  EXPECT_NE(r.detail.find("before reading its first request"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("gone"), std::string::npos) << r.detail;
+  EXPECT_EQ(d.starts(), 3);  // the hello's, the restart without it, and one retry
+  EXPECT_EQ(d.request("b").status, Status::StartupFailed);
+  EXPECT_EQ(d.starts(), 3);
+  std::remove(flag.c_str());
+}
+
+// --- The protocol on top ---------------------------------------------------------------------------------
+
+TEST(DriverProtocol, RequestLineHoldsIdAndProgram) {
+  nlohmann::ordered_json pj = program_to_json(small_program());
+  std::string line = driver_request_line("case-1", pj);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto doc = nlohmann::ordered_json::parse(line);
+  EXPECT_EQ(doc["id"], "case-1");
+  EXPECT_EQ(doc["program"], pj);
+}
+
+TEST(DriverProtocol, ParsesATraceAnswer) {
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  Trace t = run_program(p, *engine);
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(t);
+  DriverOutcome out = parse_driver_answer(answer.dump(), "c");
+  ASSERT_EQ(out.kind, DriverOutcome::Kind::Trace) << out.failure;
+  EXPECT_EQ(out.trace.records.size(), 2u);
+}
+
+TEST(DriverProtocol, ParsesUnsupported) {
+  DriverOutcome out = parse_driver_answer(R"({"id": "c", "unsupported": "amsgrad"})", "c");
+  ASSERT_EQ(out.kind, DriverOutcome::Kind::Unsupported);
+  EXPECT_EQ(out.feature, "amsgrad");
+}
+
+TEST(DriverProtocol, GarbageNamesTheProblem) {
+  struct Case {
+    const char* line;
+    const char* category;
+    const char* mentions;
+  } cases[] = {
+      {"not json at all", "garbage", "not JSON"},
+      {"[1, 2]", "garbage", "expected an object"},
+      {R"({"id": "c"})", "garbage", "exactly one of"},
+      {R"({"id": "c", "trace": {}, "unsupported": "x"})", "garbage", "exactly one of"},
+      {R"({"id": "c", "unsupported": ""})", "garbage", "/unsupported"},
+      {R"({"id": "c", "trace": {"engine": "e", "init": 3, "records": []}})", "garbage", "/trace/init"},
+      {R"({"id": "c", "unsupported": "x", "extra": 1})", "garbage", "/extra"},
+      {R"({"id": "other", "unsupported": "x"})", "wrong_id", "out of step"},
+  };
+  for (const Case& c : cases) {
+    DriverOutcome out = parse_driver_answer(c.line, "c");
+    EXPECT_EQ(out.kind, DriverOutcome::Kind::Failure) << c.line;
+    EXPECT_EQ(out.failure_category, c.category) << c.line;
+    EXPECT_NE(out.failure.find(c.mentions), std::string::npos) << c.line << " -> " << out.failure;
+  }
+}
+
+TEST(DriverProtocol, EndToEndWithAScriptedDriverAndRestartAfterGarbage) {
+  // A driver that answers a canned trace for id "c", then garbage, then the canned trace again.
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(run_program(p, *engine));
+  const std::string file = temp_file(answer.dump() + "\n");
+  ExternalDriver d(with_hello("read l; cat " + file + "; read l; echo garbage; read l; cat " + file), quick());
+  nlohmann::ordered_json pj = program_to_json(p);
+  EXPECT_EQ(run_on_driver(d, "c", pj).kind, DriverOutcome::Kind::Trace);
+  DriverOutcome bad = run_on_driver(d, "c", pj);
+  EXPECT_EQ(bad.kind, DriverOutcome::Kind::Failure);
+  EXPECT_EQ(bad.failure_category, "garbage");
+  EXPECT_FALSE(d.running());  // killed: it may be out of step
+  // The fresh process starts the script again from its first answer.
+  EXPECT_EQ(run_on_driver(d, "c", pj).kind, DriverOutcome::Kind::Trace);
+  EXPECT_EQ(d.starts(), 2);
+  std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace lockstep

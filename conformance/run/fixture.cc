@@ -1,0 +1,490 @@
+#include "conformance/run/fixture.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "conformance/program/json_number.h"
+#include "conformance/program/json_reader.h"
+#include "conformance/program/program_json.h"
+#include "conformance/program/trace_json.h"
+
+namespace lockstep {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------------------------
+// Feature tags.
+
+const std::vector<FeatureTagInfo> kTags = {
+    {"float32", "a float32 parameter"},
+    {"float64", "a float64 parameter"},
+    {"scalar_param", "a 0-d parameter"},
+    {"nonfinite", "NaN or an infinity among parameter values, constants or explicit gradients (SEM-9)"},
+    {"no_optimizer", "no optimizer: autograd and grad accumulation only"},
+    {"sgd", "SGD (SEM-5)"},
+    {"adam", "Adam (SEM-6.1-6.3)"},
+    {"adamw", "AdamW (SEM-6.4)"},
+    {"momentum", "SGD momentum != 0 (SEM-5.3)"},
+    {"dampening", "SGD dampening != 0 (SEM-5.3)"},
+    {"nesterov", "SGD nesterov (SEM-5.2, SEM-5.3)"},
+    {"weight_decay", "weight_decay != 0 (SEM-5.3, SEM-6.3, SEM-6.4)"},
+    {"amsgrad", "Adam/AdamW amsgrad (SEM-6.3)"},
+    {"param_groups", "more than one parameter group (SEM-7)"},
+    {"add_param_group", "add_param_group after construction (SEM-7.4)"},
+    {"duplicate_param", "a parameter listed twice among the groups (SEM-7.4)"},
+    {"lr_change", "set_options changes a group's lr between steps (SEM-5.4, SEM-7.5)"},
+    {"set_options", "set_options changes a group's options (SEM-7.5)"},
+    {"zero_grad", "zero_grad() detaching and zeroing in place (SEM-4.1)"},
+    {"set_to_none", "zero_grad(set_to_none=True) or p.grad = None (SEM-4.2)"},
+    {"grad_none_skip", "a step while a parameter of the optimizer has no grad: it is skipped (SEM-4.3)"},
+    {"accumulation", "two backward passes without clearing the grads in between (SEM-3.2, SEM-3.4)"},
+    {"retain_graph", "backward with retain_graph=True (SEM-2.5)"},
+    {"create_graph", "backward with create_graph=True (SEM-3.3)"},
+    {"explicit_gradient", "backward with an explicit gradient (SEM-2.4, SEM-3.1)"},
+    {"gradient_fed", "gradients given directly: a forward of a bare parameter, then backward(gradient)"},
+    {"hold_grad", "a handle to a grad is held and observed (SEM-3.2, SEM-4.1, SEM-4.2)"},
+    {"no_grad", "a forward under no_grad (SEM-2.3)"},
+    {"weight_tying", "a parameter used more than once in one loss (SEM-2.6)"},
+    {"errors", "an action (or the setup) fails; the error kind is part of the trace (SEM-8)"},
+    {"op:add", "loss op add"},
+    {"op:sub", "loss op sub"},
+    {"op:mul", "loss op mul"},
+    {"op:div", "loss op div"},
+    {"op:neg", "loss op neg"},
+    {"op:mul_scalar", "loss op mul_scalar"},
+    {"op:square", "loss op square"},
+    {"op:pow", "loss op pow"},
+    {"op:exp", "loss op exp"},
+    {"op:log", "loss op log"},
+    {"op:tanh", "loss op tanh"},
+    {"op:sigmoid", "loss op sigmoid"},
+    {"op:relu", "loss op relu"},
+    {"op:abs", "loss op abs"},
+    {"op:matmul", "loss op matmul"},
+    {"op:sum", "loss op sum"},
+    {"op:mean", "loss op mean"},
+    {"op:mse_loss", "loss op mse_loss"},
+    {"op:cross_entropy", "loss op cross_entropy"},
+    {"op:linear", "loss op linear"},
+    {"op:embedding", "loss op embedding"},
+};
+
+bool any_nonfinite(const std::vector<double>& v) {
+  return std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
+}
+
+void walk_expr(const Expr& e, const std::function<void(const Expr&)>& visit) {
+  visit(e);
+  for (const ExprPtr& a : e.args)
+    if (a) walk_expr(*a, visit);
+}
+
+}  // namespace
+
+const std::vector<FeatureTagInfo>& all_feature_tags() { return kTags; }
+
+std::vector<std::string> feature_tags(const Program& program, const Trace* trace) {
+  std::set<std::string> tags;
+  for (const ParamSpec& p : program.params) {
+    tags.insert(p.dtype == DType::Float32 ? "float32" : "float64");
+    if (p.shape.empty()) tags.insert("scalar_param");
+    if (any_nonfinite(p.values)) tags.insert("nonfinite");
+  }
+
+  // Expressions: ops, constants, weight tying.
+  auto scan_loss = [&](const Expr& loss) {
+    std::map<std::string, int> uses;
+    walk_expr(loss, [&](const Expr& e) {
+      if (e.op == Op::Param) ++uses[e.name];
+      else if (e.op == Op::Const) {
+        if (any_nonfinite(e.constant.data)) tags.insert("nonfinite");
+      } else {
+        tags.insert(std::string("op:") + op_name(e.op));
+      }
+    });
+    for (const auto& [name, n] : uses)
+      if (n > 1) tags.insert("weight_tying");
+  };
+  if (program.loss) scan_loss(*program.loss);
+  for (const Action& a : program.actions)
+    if (a.kind == ActionKind::Forward && a.loss) scan_loss(*a.loss);
+
+  // The optimizer and every set of options it sees.
+  std::vector<const OptimizerOptions*> option_sets;
+  if (!program.optimizer) {
+    tags.insert("no_optimizer");
+  } else {
+    const OptimizerSpec& o = *program.optimizer;
+    tags.insert(optimizer_name(o.kind));
+    option_sets.push_back(&o.defaults);
+    std::map<std::string, int> listed;
+    size_t groups = o.groups.size();
+    for (const ParamGroupSpec& g : o.groups) {
+      if (g.options) option_sets.push_back(&*g.options);
+      for (const std::string& n : g.params) ++listed[n];
+    }
+    for (const Action& a : program.actions) {
+      if (a.kind == ActionKind::AddParamGroup) {
+        ++groups;
+        tags.insert("add_param_group");
+        if (a.new_group.options) option_sets.push_back(&*a.new_group.options);
+        for (const std::string& n : a.new_group.params) ++listed[n];
+      }
+    }
+    if (groups > 1) tags.insert("param_groups");
+    for (const auto& [name, n] : listed)
+      if (n > 1) tags.insert("duplicate_param");
+  }
+  for (const Action& a : program.actions) {
+    if (a.kind == ActionKind::SetOptions) {
+      tags.insert("set_options");
+      if (a.options.lr) tags.insert("lr_change");
+      option_sets.push_back(&a.options);
+    }
+  }
+  for (const OptimizerOptions* o : option_sets) {
+    if (o->momentum && *o->momentum != 0) tags.insert("momentum");
+    if (o->dampening && *o->dampening != 0) tags.insert("dampening");
+    if (o->nesterov && *o->nesterov) tags.insert("nesterov");
+    if (o->weight_decay && *o->weight_decay != 0) tags.insert("weight_decay");
+    if (o->amsgrad && *o->amsgrad) tags.insert("amsgrad");
+  }
+  // AdamW's default weight decay is 1e-2 (SEM-6.4): it decays unless told not to.
+  if (program.optimizer && program.optimizer->kind == OptimizerKind::AdamW &&
+      !program.optimizer->defaults.weight_decay)
+    tags.insert("weight_decay");
+
+  // Actions.
+  std::set<std::string> grads_maybe_held;  // parameters a backward reached since their grads were cleared
+  bool all_backward_fed = true, any_backward = false;
+  const Expr* held_loss = nullptr;
+  std::set<std::string> reached;
+  bool step_seen = false, cleared_before_step = false;
+  for (const Action& a : program.actions) {
+    switch (a.kind) {
+      case ActionKind::Forward:
+        held_loss = a.loss ? a.loss.get() : program.loss.get();
+        if (a.no_grad) tags.insert("no_grad");
+        break;
+      case ActionKind::Backward:
+        any_backward = true;
+        if (a.retain_graph && *a.retain_graph) tags.insert("retain_graph");
+        if (a.create_graph) tags.insert("create_graph");
+        if (a.gradient) {
+          tags.insert("explicit_gradient");
+          if (any_nonfinite(*a.gradient)) tags.insert("nonfinite");
+        }
+        if (!a.gradient || !held_loss || held_loss->op != Op::Param) all_backward_fed = false;
+        if (held_loss) {
+          walk_expr(*held_loss, [&](const Expr& e) {
+            if (e.op != Op::Param) return;
+            if (grads_maybe_held.count(e.name)) tags.insert("accumulation");
+            reached.insert(e.name);
+          });
+          grads_maybe_held.insert(reached.begin(), reached.end());
+          reached.clear();
+        }
+        break;
+      case ActionKind::ZeroGrad:
+        tags.insert(a.set_to_none ? "set_to_none" : "zero_grad");
+        grads_maybe_held.clear();
+        if (!step_seen) cleared_before_step = cleared_before_step || a.set_to_none;
+        break;
+      case ActionKind::SetGradNone:
+        tags.insert("set_to_none");
+        grads_maybe_held.erase(a.param);
+        if (!step_seen) cleared_before_step = true;
+        break;
+      case ActionKind::HoldGrad: tags.insert("hold_grad"); break;
+      case ActionKind::Step: step_seen = true; break;
+      default: break;
+    }
+  }
+  if (any_backward && all_backward_fed) tags.insert("gradient_fed");
+
+  if (trace) {
+    auto failed = [](const Record& r) { return r.error.has_value(); };
+    if (failed(trace->init) || std::any_of(trace->records.begin(), trace->records.end(), failed))
+      tags.insert("errors");
+    // A step that ran while a parameter of the optimizer had no grad (SEM-4.3).
+    for (size_t i = 0; i < trace->records.size() && i < program.actions.size(); ++i) {
+      if (program.actions[i].kind != ActionKind::Step || trace->records[i].error) continue;
+      const Record& before = i == 0 ? trace->init : trace->records[i - 1];
+      for (const GroupObservation& g : before.state.groups)
+        for (const std::string& n : g.params)
+          if (const ParamObservation* p = before.state.param(n); p && !p->grad.defined)
+            tags.insert("grad_none_skip");
+    }
+  } else if (step_seen && program.optimizer && cleared_before_step) {
+    tags.insert("grad_none_skip");
+  }
+
+  std::vector<std::string> out;
+  for (const FeatureTagInfo& t : kTags)
+    if (tags.count(t.tag)) out.push_back(t.tag);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// JSON.
+
+json fixture_to_json(const Fixture& f) {
+  json j;
+  j["id"] = f.id;
+  j["description"] = f.description;
+  j["semantics"] = f.semantics;
+  j["tags"] = f.tags;
+  j["program"] = f.program_json.is_null() ? program_to_json(f.program) : f.program_json;
+  j["expected"] = trace_to_json(f.expected);
+  json p;
+  p["oracle"] = f.provenance.oracle;
+  p["oracle_version"] = f.provenance.oracle_version;
+  p["schema_version"] = f.provenance.schema_version;
+  p["generator"] = f.provenance.generator;
+  if (!f.provenance.source.empty()) p["source"] = f.provenance.source;
+  if (f.provenance.seed) p["seed"] = *f.provenance.seed;
+  if (f.provenance.index) p["index"] = *f.provenance.index;
+  if (f.provenance.special_values) p["special_values"] = true;
+  j["provenance"] = p;
+  return j;
+}
+
+namespace {
+
+bool valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  auto ok_first = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!ok_first(id[0])) return false;
+  return std::all_of(id.begin(), id.end(), [&](char c) { return ok_first(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+bool valid_tag(const std::string& t) {
+  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ':';
+  });
+}
+
+std::vector<std::string> string_list(const json& j, const std::string& pointer,
+                                     const std::function<bool(const std::string&)>& ok, const char* what) {
+  std::vector<std::string> out = strings_from_json(j, pointer);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!ok(out[i])) throw JsonError(json_pointer_append(pointer, i), fmt::format("not a valid {}: '{}'", what, out[i]));
+  return out;
+}
+
+bool valid_semantics(const std::string& s) {
+  // "SEM-3", "SEM-3.4"
+  if (s.rfind("SEM-", 0) != 0 || s.size() == 4) return false;
+  bool digit_before = false;
+  for (size_t i = 4; i < s.size(); ++i) {
+    char c = s[i];
+    if (c >= '0' && c <= '9') digit_before = true;
+    else if (c == '.' && digit_before && i + 1 < s.size()) digit_before = false;
+    else return false;
+  }
+  return digit_before;
+}
+
+}  // namespace
+
+Fixture fixture_from_json(const json& doc, const std::string& file) {
+  Fixture f;
+  f.file = file;
+  try {
+    JsonObjectReader r(doc, "", "a fixture");
+    f.id = r.string("id");
+    if (!valid_id(f.id))
+      throw JsonError("/id", "an id is 1-128 characters of a-z 0-9 - _ . starting with a letter or digit");
+    f.description = r.string("description");
+    f.semantics = string_list(r.required("semantics"), "/semantics", valid_semantics, "SEMANTICS section (SEM-3.4)");
+    f.tags = string_list(r.required("tags"), "/tags", valid_tag, "tag (a-z 0-9 _ :)");
+    f.program_json = r.required("program");
+    try {
+      f.program = program_from_json(f.program_json);
+    } catch (const ProgramError& e) {
+      throw JsonError("/program" + e.path(), e.what());
+    } catch (const JsonError& e) {
+      throw JsonError("/program" + e.pointer(), e.message());
+    }
+    try {
+      f.expected = trace_from_json(r.required("expected"));
+    } catch (const JsonError& e) {
+      throw JsonError("/expected" + e.pointer(), e.message());
+    }
+    if (f.expected.records.size() != f.program.actions.size())
+      throw JsonError("/expected/records", fmt::format("{} records for a program of {} actions",
+                                                       f.expected.records.size(), f.program.actions.size()));
+    for (size_t i = 0; i < f.expected.records.size(); ++i) {
+      const char* want = action_name(f.program.actions[i].kind);
+      if (f.expected.records[i].action != want)
+        throw JsonError(json_pointer_append(json_pointer_append("/expected/records", i), "action"),
+                        fmt::format("record {} is '{}' but action {} of the program is '{}'", i,
+                                    f.expected.records[i].action, i, want));
+    }
+    JsonObjectReader p(r.required("provenance"), "/provenance", "the provenance");
+    f.provenance.oracle = p.string("oracle");
+    f.provenance.oracle_version = p.string("oracle_version");
+    f.provenance.schema_version = static_cast<int>(int_from_json(p.required("schema_version"), "/provenance/schema_version"));
+    if (f.provenance.schema_version != kFixtureSchemaVersion)
+      throw JsonError("/provenance/schema_version",
+                      fmt::format("schema version {} is not supported (this build reads version {})",
+                                  f.provenance.schema_version, kFixtureSchemaVersion));
+    f.provenance.generator = p.string("generator");
+    if (f.provenance.generator != "named_case" && f.provenance.generator != "random" &&
+        f.provenance.generator != "gradient_fed")
+      throw JsonError("/provenance/generator", "expected \"named_case\", \"random\" or \"gradient_fed\"");
+    if (p.has("source")) f.provenance.source = p.string("source");
+    if (const json* s = p.optional("seed"))
+      f.provenance.seed = static_cast<uint64_t>(index_from_json(*s, "/provenance/seed"));
+    if (const json* s = p.optional("index"))
+      f.provenance.index = static_cast<uint64_t>(index_from_json(*s, "/provenance/index"));
+    if (const auto flag = p.optional_bool("special_values")) f.provenance.special_values = *flag;
+    if (f.provenance.generator == "random" && !(f.provenance.seed && f.provenance.index))
+      throw JsonError("/provenance", "a random fixture records its \"seed\" and \"index\"");
+    p.finish(false);
+    r.finish(false);
+  } catch (const JsonError& e) {
+    throw InputError(file, e.pointer(), e.message());
+  }
+  return f;
+}
+
+Fixture read_fixture_file(const std::string& path) {
+  const std::string text = read_text_file(path);
+  json doc;
+  try {
+    doc = parse_json_text(text, 256);
+  } catch (const JsonError& e) {
+    throw InputError(path, e.pointer(), e.message());
+  }
+  return fixture_from_json(doc, path);
+}
+
+std::vector<Fixture> load_fixtures(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "not a directory of fixtures");
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_directory() && it->path().filename() == "schema") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path().string());
+  }
+  if (ec) throw InputError(dir, "", "cannot list the directory: " + ec.message());
+  if (files.empty()) throw InputError(dir, "", "no *.json fixture files in it");
+  std::sort(files.begin(), files.end());
+  std::vector<Fixture> out;
+  std::map<std::string, std::string> seen;
+  for (const std::string& file : files) {
+    Fixture f = read_fixture_file(file);
+    auto [it, inserted] = seen.emplace(f.id, file);
+    if (!inserted) throw InputError(file, "/id", fmt::format("id '{}' is also used by {}", f.id, it->second));
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const Fixture& a, const Fixture& b) { return a.id < b.id; });
+  return out;
+}
+
+std::string default_fixtures_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/corpus"; }
+
+// ---------------------------------------------------------------------------------------------------------
+
+namespace {
+
+// One line, with ", " and ": " separators.
+void format_one_line(const json& j, std::string& out) {
+  if (j.is_object()) {
+    out += "{";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out += ", ";
+      first = false;
+      out += json(it.key()).dump();
+      out += ": ";
+      format_one_line(it.value(), out);
+    }
+    out += "}";
+  } else if (j.is_array()) {
+    out += "[";
+    bool first = true;
+    for (const json& e : j) {
+      if (!first) out += ", ";
+      first = false;
+      format_one_line(e, out);
+    }
+    out += "]";
+  } else {
+    out += j.dump();
+  }
+}
+
+constexpr size_t kLineWidth = 110;
+
+// Containers that fit in the line width (after the indentation) and arrays of scalars go on one line;
+// others are broken, one member per line.
+void format_value(const json& j, size_t indent, std::string& out) {
+  if (!j.is_structured() || j.empty()) {
+    format_one_line(j, out);
+    return;
+  }
+  std::string line;
+  format_one_line(j, line);
+  const bool scalars = j.is_array() && std::all_of(j.begin(), j.end(), [](const json& e) { return e.is_primitive(); });
+  if (scalars || indent + line.size() <= kLineWidth) {
+    out += line;
+    return;
+  }
+  const std::string pad(indent + 2, ' ');
+  out += j.is_object() ? "{\n" : "[\n";
+  bool first = true;
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad + json(it.key()).dump() + ": ";
+      format_value(it.value(), indent + 2, out);
+    }
+  } else {
+    for (const json& e : j) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad;
+      format_value(e, indent + 2, out);
+    }
+  }
+  out += "\n" + std::string(indent, ' ') + (j.is_object() ? "}" : "]");
+}
+
+}  // namespace
+
+std::string format_fixture_json(const json& doc) {
+  std::string out;
+  format_value(doc, 0, out);
+  out += "\n";
+  return out;
+}
+
+std::string content_id(const std::string& prefix, const json& program_json) {
+  const std::string text = program_json.dump();
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{}-{:012x}", prefix, h & 0xffffffffffffULL);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,230 @@
+// Tests of the lockstep runner (SEMANTICS §9) with scripted fake engines: lockstep re-synchronises so
+// rounding never compounds, free-running reports the growth, structure stops, exceptions are discrepancies.
+#include "conformance/run/lockstep_runner.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace lockstep {
+namespace {
+
+// A tiny engine: step() doubles every parameter (exact in binary) and then adds `drift_ulps` ULPs, so an
+// engine with drift is off by drift_ulps per step when re-synchronised and by n * drift_ulps after n free
+// steps. Other actions do nothing.
+class FakeEngine : public Engine {
+ public:
+  explicit FakeEngine(std::string name, double drift_ulps = 0, bool can_synchronise = true)
+      : name_(std::move(name)), drift_ulps_(drift_ulps), can_synchronise_(can_synchronise) {}
+
+  std::string name() const override { return name_; }
+  void add_parameter(const ParamSpec& spec) override {
+    ParamObservation p;
+    p.name = spec.name;
+    p.value = TensorValue{spec.dtype, spec.shape, spec.values};
+    params_.push_back(p);
+  }
+  void make_optimizer(const OptimizerSpec&) override {}
+  void forward(const Expr&, bool) override {}
+  void backward(const BackwardArgs&) override {}
+  void zero_grad(bool) override {}
+  void set_grad_none(const std::string&) override {}
+  void hold_grad(const std::string&, const std::string&) override {}
+  void step() override {
+    ++steps_;
+    if (step_error_at == steps_) throw EngineError(error_kind::kInvalidOption, "scripted error");
+    for (ParamObservation& p : params_)
+      for (double& v : p.value.data) v = 2 * v + drift_ulps_ * ulp(2 * v, p.value.dtype);
+  }
+  void set_group_options(int, const OptimizerOptions&) override {}
+  void add_param_group(const ParamGroupSpec&) override {}
+
+  EngineState observe() override {
+    ++observations;
+    if (throw_on_observation == observations) throw std::runtime_error("observe exploded");
+    EngineState s;
+    s.params = params_;
+    if (grad_defined_from_observation > 0 && observations >= grad_defined_from_observation)
+      for (ParamObservation& p : s.params) {
+        p.grad.defined = true;
+        p.grad.value = p.value;
+      }
+    return s;
+  }
+
+  void synchronise(const EngineState& target) override {
+    if (!can_synchronise_) return Engine::synchronise(target);  // the default: throws
+    ++synchronisations;
+    if (throw_on_synchronise) throw std::logic_error("cannot synchronise today");
+    for (ParamObservation& p : params_) p.value = target.param(p.name)->value;
+  }
+
+  int observations = 0;
+  int synchronisations = 0;
+  int throw_on_observation = 0;          // 1-based observation that throws; 0 never
+  int grad_defined_from_observation = 0; // from this observation on, report a defined grad (structure)
+  int step_error_at = 0;                 // 1-based step that throws an EngineError
+  bool throw_on_synchronise = false;
+
+ private:
+  std::string name_;
+  double drift_ulps_;
+  bool can_synchronise_;
+  std::vector<ParamObservation> params_;
+  int steps_ = 0;
+};
+
+Program doubling_program(int steps) {
+  Program p;
+  p.params.push_back({"w", DType::Float64, {2}, {1, 3}});
+  for (int i = 0; i < steps; ++i) {
+    Action a;
+    a.kind = ActionKind::Step;
+    p.actions.push_back(a);
+  }
+  return p;
+}
+
+TEST(Sem9Lockstep, IdenticalEnginesPass) {
+  FakeEngine oracle("oracle"), impl("impl");
+  LockstepResult r = run_lockstep(doubling_program(5), oracle, impl);
+  EXPECT_TRUE(r.passed) << r.failure_summary();
+  EXPECT_EQ(r.actions_run, 5u);
+  EXPECT_EQ(r.oracle_engine, "oracle");
+  EXPECT_EQ(r.under_test_engine, "impl");
+  EXPECT_EQ(impl.synchronisations, 6);  // after the setup and after each action
+  EXPECT_EQ(oracle.synchronisations, 0);  // the oracle is never re-synchronised
+  EXPECT_TRUE(r.growth.empty());
+}
+
+TEST(Sem9Lockstep, ResynchronisingKeepsCompoundingDriftWithinTolerance) {
+  FakeEngine oracle("oracle"), impl("impl", /*drift_ulps=*/1);
+  LockstepResult r = run_lockstep(doubling_program(30), oracle, impl);
+  EXPECT_TRUE(r.passed) << r.failure_summary();
+  EXPECT_EQ(impl.synchronisations, 31);
+}
+
+TEST(Sem9FreeRunning, ReportsGrowthAndFailsWhenDriftExceedsTheBound) {
+  FakeEngine oracle("oracle"), impl("impl", /*drift_ulps=*/1);
+  LockstepOptions options;
+  options.mode = RunMode::FreeRunning;
+  LockstepResult r = run_lockstep(doubling_program(30), oracle, impl, options);
+  EXPECT_EQ(impl.synchronisations, 0);
+  EXPECT_FALSE(r.passed);
+  // n ulps after n steps: 5 > 4 at the fifth step (index 4); the run goes on to the end.
+  ASSERT_TRUE(r.failed_action.has_value());
+  EXPECT_EQ(*r.failed_action, 4u);
+  EXPECT_EQ(r.failed_action_name, "step");
+  EXPECT_EQ(r.actions_run, 30u);
+  ASSERT_FALSE(r.differences.empty());
+  EXPECT_EQ(r.differences[0].path, "w → value[0]");
+  EXPECT_EQ(r.differences[0].ulp_error, 5);
+  ASSERT_EQ(r.growth.size(), 31u);  // setup + 30 actions
+  EXPECT_FALSE(r.growth[0].action_index.has_value());
+  EXPECT_EQ(r.growth[0].action, "init");
+  EXPECT_EQ(r.growth[0].max_ulp_error[Quantity::Param], 0);
+  for (size_t i = 1; i < r.growth.size(); ++i) {
+    EXPECT_EQ(r.growth[i].action_index, i - 1);
+    EXPECT_EQ(r.growth[i].max_ulp_error[Quantity::Param], static_cast<double>(i)) << i;
+    EXPECT_EQ(r.growth[i].max_ulp_error[Quantity::Grad], -1);
+  }
+}
+
+TEST(Sem9FreeRunning, StructuralDifferenceStops) {
+  FakeEngine oracle("oracle"), impl("impl");
+  impl.grad_defined_from_observation = 4;  // setup is observation 1: action 2 reports a grad
+  LockstepOptions options;
+  options.mode = RunMode::FreeRunning;
+  LockstepResult r = run_lockstep(doubling_program(10), oracle, impl, options);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.failed_action, 2u);
+  EXPECT_EQ(r.actions_run, 3u);
+  EXPECT_EQ(r.growth.size(), 4u);
+  ASSERT_FALSE(r.differences.empty());
+  EXPECT_EQ(r.differences[0].path, "w → grad.defined");
+  EXPECT_EQ(r.differences[0].kind, DifferenceKind::Structure);
+}
+
+TEST(Sem9Lockstep, StopsAtTheFirstDifferenceWithAllItsDifferences) {
+  FakeEngine oracle("oracle"), impl("impl", /*drift_ulps=*/100);
+  LockstepResult r = run_lockstep(doubling_program(10), oracle, impl);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.failed_action, 0u);
+  EXPECT_EQ(r.actions_run, 1u);
+  ASSERT_EQ(r.differences.size(), 2u);  // both elements of w
+  EXPECT_EQ(r.differences[0].path, "w → value[0]");
+  EXPECT_EQ(r.differences[1].path, "w → value[1]");
+  EXPECT_EQ(impl.synchronisations, 1);  // after the setup only
+  EXPECT_NE(r.failure_summary().find("action 0 (step): w → value[0]: expected 2"), std::string::npos)
+      << r.failure_summary();
+}
+
+TEST(Sem9Lockstep, ErrorKindsAreCompared) {
+  FakeEngine oracle("oracle"), impl("impl");
+  impl.step_error_at = 2;
+  LockstepResult r = run_lockstep(doubling_program(4), oracle, impl);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.failed_action, 1u);
+  ASSERT_FALSE(r.differences.empty());
+  EXPECT_EQ(r.differences[0].path, "error.kind");
+  EXPECT_EQ(r.differences[0].expected_text, "none");
+  EXPECT_EQ(r.differences[0].actual_text, "invalid_option");
+}
+
+TEST(Sem9Lockstep, EngineExceptionsAreDiscrepanciesNotCrashes) {
+  {
+    FakeEngine oracle("oracle"), impl("impl", 0, /*can_synchronise=*/false);
+    LockstepResult r = run_lockstep(doubling_program(3), oracle, impl);
+    EXPECT_FALSE(r.passed);
+    EXPECT_TRUE(r.failed_at_setup);
+    EXPECT_NE(r.engine_failure.find("engine under test (impl) threw from synchronise() after setup"),
+              std::string::npos)
+        << r.engine_failure;
+    EXPECT_NE(r.engine_failure.find("does not support synchronise()"), std::string::npos);
+  }
+  {
+    FakeEngine oracle("oracle"), impl("impl");
+    impl.throw_on_synchronise = true;
+    LockstepResult r = run_lockstep(doubling_program(3), oracle, impl);
+    EXPECT_FALSE(r.passed);
+    EXPECT_NE(r.engine_failure.find("cannot synchronise today"), std::string::npos);
+  }
+  {
+    FakeEngine oracle("oracle"), impl("impl");
+    impl.throw_on_observation = 3;  // after action 1
+    LockstepResult r = run_lockstep(doubling_program(3), oracle, impl);
+    EXPECT_FALSE(r.passed);
+    EXPECT_EQ(r.failed_action, 1u);
+    EXPECT_EQ(r.engine_failure, "engine under test (impl) threw from action 1 (step): observe exploded");
+    EXPECT_NE(r.failure_summary().find("observe exploded"), std::string::npos);
+  }
+  {
+    FakeEngine oracle("oracle"), impl("impl");
+    oracle.throw_on_observation = 1;
+    LockstepResult r = run_lockstep(doubling_program(3), oracle, impl);
+    EXPECT_FALSE(r.passed);
+    EXPECT_TRUE(r.failed_at_setup);
+    EXPECT_EQ(r.engine_failure, "oracle (oracle) threw from setup: observe exploded");
+  }
+}
+
+TEST(Sem9Lockstep, InvalidProgramIsReportedNotRun) {
+  FakeEngine oracle("oracle"), impl("impl");
+  Program p = doubling_program(1);
+  p.params[0].values = {1};  // shape [2] needs two values
+  LockstepResult r = run_lockstep(p, oracle, impl);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(oracle.observations, 0);
+  EXPECT_NE(r.engine_failure.find("invalid program at /params/0/values"), std::string::npos) << r.engine_failure;
+}
+
+TEST(Sem9Lockstep, RunModeNames) {
+  EXPECT_STREQ(run_mode_name(RunMode::FreeRunning), "free-running");
+  EXPECT_EQ(run_mode_from_name("lockstep"), RunMode::Lockstep);
+  EXPECT_EQ(run_mode_from_name("free-running"), RunMode::FreeRunning);
+  EXPECT_FALSE(run_mode_from_name("free").has_value());
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,300 @@
+#include "conformance/run/replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "conformance/compare/trace_comparison.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/program/json_number.h"
+#include "conformance/program/json_reader.h"
+#include "conformance/compare/known_discrepancies.h"
+#include "conformance/program/program_json.h"
+
+namespace lockstep {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+json read_json_file(const std::string& path) {
+  std::string text = read_text_file(path);
+  try {
+    return parse_json_text(text, 64);
+  } catch (const JsonError& e) {
+    throw InputError(path, e.pointer(), e.message());
+  }
+}
+
+std::string nonempty_string(JsonObjectReader& r, const std::string& key) {
+  std::string s = r.string(key);
+  if (s.empty()) throw JsonError(r.pointer(key), "must not be empty");
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& expected_failure_categories() {
+  static const std::vector<std::string> c = {"api_difference", "implementation_bug", "not_implemented",
+                                             "precision", "protocol"};
+  return c;
+}
+
+std::vector<ExpectedFailure> expected_failures_from_json(const json& doc, const std::string& file) {
+  std::vector<ExpectedFailure> out;
+  try {
+    JsonObjectReader top(doc, "", "an expected-failures file");
+    const json& list = array_from_json(top.required("expected_failures"), "/expected_failures");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string p = json_pointer_append("/expected_failures", i);
+      JsonObjectReader r(list[i], p, "an expected failure");
+      ExpectedFailure e;
+      e.id_pattern = nonempty_string(r, "id");
+      if (r.has("field")) e.field_pattern = nonempty_string(r, "field");
+      e.reason = nonempty_string(r, "reason");
+      e.category = r.string("category");
+      const auto& cats = expected_failure_categories();
+      if (std::find(cats.begin(), cats.end(), e.category) == cats.end())
+        throw JsonError(r.pointer("category"),
+                        fmt::format("unknown category '{}' (known: {})", e.category, fmt::join(cats, ", ")));
+      r.finish(true);
+      out.push_back(std::move(e));
+    }
+    top.finish(true);
+  } catch (const JsonError& e) {
+    throw InputError(file, e.pointer(), e.message());
+  }
+  return out;
+}
+
+std::vector<ExpectedFailure> read_expected_failures(const std::string& path) {
+  return expected_failures_from_json(read_json_file(path), path);
+}
+
+std::vector<ToleranceOverride> tolerance_overrides_from_json(const json& doc, const std::string& file) {
+  std::vector<ToleranceOverride> out;
+  try {
+    JsonObjectReader top(doc, "", "a tolerance-overrides file");
+    const json& list = array_from_json(top.required("tolerance_overrides"), "/tolerance_overrides");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string p = json_pointer_append("/tolerance_overrides", i);
+      JsonObjectReader r(list[i], p, "a tolerance override");
+      ToleranceOverride o;
+      o.id_pattern = nonempty_string(r, "id");
+      o.reason = nonempty_string(r, "reason");
+      const json& k = r.required("k");
+      if (!k.is_object() || k.empty()) throw JsonError(r.pointer("k"), "expected an object of quantity: k");
+      for (auto it = k.begin(); it != k.end(); ++it) {
+        const std::string kp = json_pointer_append(r.pointer("k"), it.key());
+        std::optional<Quantity> q;
+        for (Quantity cand : all_quantities())
+          if (it.key() == quantity_name(cand)) q = cand;
+        if (!q) {
+          std::vector<std::string> names;
+          for (Quantity cand : all_quantities()) names.push_back(quantity_name(cand));
+          throw JsonError(kp, fmt::format("unknown quantity '{}' (known: {})", it.key(), fmt::join(names, ", ")));
+        }
+        if (!it.value().is_number()) throw JsonError(kp, "expected a number");
+        double v = it.value().get<double>();
+        if (!(v > 0) || !std::isfinite(v) || v > 1e12)
+          throw JsonError(kp, "k must be a finite number > 0 (ULPs)");
+        o.k.emplace_back(*q, v);
+      }
+      r.finish(false);
+      out.push_back(std::move(o));
+    }
+    top.finish(true);
+  } catch (const JsonError& e) {
+    throw InputError(file, e.pointer(), e.message());
+  }
+  return out;
+}
+
+std::vector<ToleranceOverride> read_tolerance_overrides(const std::string& path) {
+  return tolerance_overrides_from_json(read_json_file(path), path);
+}
+
+Tolerance ReplayConfig::tolerance_for(const std::string& id) const {
+  Tolerance t = tolerance;
+  for (const ToleranceOverride& o : tolerance_overrides)
+    if (glob_match(o.id_pattern, id))
+      for (const auto& [q, k] : o.k) t.k(q) = k;
+  return t;
+}
+
+const ExpectedFailure* ReplayConfig::expected_failure_for(const std::string& id,
+                                                          const std::vector<std::string>& paths) const {
+  for (const ExpectedFailure& e : expected_failures) {
+    if (!glob_match(e.id_pattern, id)) continue;
+    if (!e.field_pattern) return &e;
+    if (paths.empty()) continue;
+    if (std::all_of(paths.begin(), paths.end(), [&](const std::string& p) { return glob_match(*e.field_pattern, p); }))
+      return &e;
+  }
+  return nullptr;
+}
+
+const char* replay_status_name(ReplayStatus s) {
+  switch (s) {
+    case ReplayStatus::Passed: return "passed";
+    case ReplayStatus::Failed: return "failed";
+    case ReplayStatus::Skipped: return "skipped";
+    case ReplayStatus::ExpectedFailure: return "expected_failure";
+    case ReplayStatus::UnexpectedPass: return "unexpected_pass";
+  }
+  return "?";
+}
+
+std::string ReplayCaseResult::summary() const {
+  if (status == ReplayStatus::Skipped) return "skipped: the engine does not support '" + skipped_feature + "'";
+  if (status == ReplayStatus::UnexpectedPass)
+    return fmt::format("passed, but is listed as an expected failure ({}: {})", expected_category, expected_reason);
+  if (status == ReplayStatus::Passed) return "passed";
+  if (differences.empty()) return failure;
+  const Difference& d = differences.front();
+  std::string where = failed_at_setup ? std::string("setup (init)")
+                                      : fmt::format("action {} ({})", failed_action.value_or(0), failed_action_name);
+  std::string s = fmt::format("{}: {}: expected {}, actual {}", where, d.path, d.expected_text, d.actual_text);
+  if (!d.bound.empty()) s += " (" + d.bound + ")";
+  if (differences.size() > 1) s += fmt::format(" [+{} more]", differences.size() - 1);
+  return s;
+}
+
+ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actual, const Tolerance& tolerance) {
+  ReplayCaseResult result;
+  result.id = fixture.id;
+  result.file = fixture.file;
+  result.tags = fixture.tags;
+  const Program& program = fixture.program;
+  const Trace& expected = fixture.expected;
+  auto fail = [&](std::string category, std::string message) {
+    result.status = ReplayStatus::Failed;
+    result.failure_category = std::move(category);
+    result.failure = std::move(message);
+    return result;
+  };
+  try {
+    // The same record-by-record comparison as a live run without re-synchronisation (trace_comparison.h):
+    // every value judged where it is produced, with the error budget its inputs carry.
+    TraceComparison comparison(program, tolerance);
+    std::vector<Difference> d = comparison.compare_init(expected.init, actual.init);
+    if (!d.empty()) {
+      result.failed_at_setup = true;
+      result.failed_action_name = "init";
+      result.differences = std::move(d);
+      return fail("mismatch", "");
+    }
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      if (i >= actual.records.size())
+        return fail("trace_shape", fmt::format("the trace has {} records for a program of {} actions",
+                                               actual.records.size(), program.actions.size()));
+      d = comparison.compare_action(i, expected.records[i], actual.records[i]);
+      if (!d.empty()) {
+        result.failed_action = i;
+        result.failed_action_name = action_name(program.actions[i].kind);
+        result.differences = std::move(d);
+        return fail("mismatch", "");
+      }
+    }
+    if (actual.records.size() > program.actions.size())
+      return fail("trace_shape", fmt::format("the trace has {} records for a program of {} actions",
+                                             actual.records.size(), program.actions.size()));
+  } catch (const std::exception& e) {
+    return fail("comparator", std::string("comparing the traces threw: ") + e.what());
+  }
+  result.status = ReplayStatus::Passed;
+  return result;
+}
+
+void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config) {
+  std::vector<std::string> paths;
+  for (const Difference& d : result.differences) paths.push_back(d.path);
+  const ExpectedFailure* e = config.expected_failure_for(result.id, paths);
+  if (result.status == ReplayStatus::Passed) {
+    // A pass is unexpected when an entry without "field" (one that expects the whole case to fail) names it;
+    // an entry with a field describes a kind of difference, and a case without that difference may pass.
+    e = nullptr;
+    for (const ExpectedFailure& x : config.expected_failures)
+      if (!x.field_pattern && glob_match(x.id_pattern, result.id)) e = &x;
+  }
+  if (!e) return;
+  if (result.status == ReplayStatus::Failed) result.status = ReplayStatus::ExpectedFailure;
+  else if (result.status == ReplayStatus::Passed) result.status = ReplayStatus::UnexpectedPass;
+  else return;
+  result.expected_reason = e->reason;
+  result.expected_category = e->category;
+}
+
+ReplayCaseResult replay_in_process(const Fixture& fixture,
+                                   const std::function<std::unique_ptr<Engine>()>& make_engine,
+                                   const ReplayConfig& config) {
+  const auto t0 = Clock::now();
+  ReplayCaseResult result;
+  try {
+    std::unique_ptr<Engine> engine = make_engine();
+    Trace actual = run_program(fixture.program, *engine);
+    result = compare_fixture_trace(fixture, actual, config.tolerance_for(fixture.id));
+  } catch (const std::exception& e) {
+    result.id = fixture.id;
+    result.file = fixture.file;
+    result.tags = fixture.tags;
+    result.status = ReplayStatus::Failed;
+    result.failure_category = "engine_exception";
+    result.failure = std::string("the engine threw out of the interpreter: ") + e.what();
+  }
+  result.elapsed = Clock::now() - t0;
+  apply_expectations(result, config);
+  return result;
+}
+
+ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config) {
+  DriverOutcome out = run_on_driver(driver, fixture.id, fixture.program_json);
+  ReplayCaseResult result;
+  if (out.kind == DriverOutcome::Kind::Trace) {
+    result = compare_fixture_trace(fixture, out.trace, config.tolerance_for(fixture.id));
+  } else {
+    result.id = fixture.id;
+    result.file = fixture.file;
+    result.tags = fixture.tags;
+    if (out.kind == DriverOutcome::Kind::Unsupported) {
+      result.status = ReplayStatus::Skipped;
+      result.skipped_feature = out.feature;
+    } else {
+      result.status = ReplayStatus::Failed;
+      result.failure_category = out.failure_category;
+      result.failure = out.failure;
+    }
+  }
+  result.stderr_excerpt = std::move(out.stderr_excerpt);
+  result.elapsed = out.elapsed;
+  apply_expectations(result, config);
+  return result;
+}
+
+ReplaySummary summarise(const std::vector<ReplayCaseResult>& results, const ReplayConfig& config) {
+  ReplaySummary s;
+  for (const ReplayCaseResult& r : results) {
+    switch (r.status) {
+      case ReplayStatus::Passed: ++s.passed; break;
+      case ReplayStatus::Failed: ++s.failed; break;
+      case ReplayStatus::Skipped: ++s.skipped; break;
+      case ReplayStatus::ExpectedFailure: ++s.expected_failures; break;
+      case ReplayStatus::UnexpectedPass: ++s.unexpected_passes; break;
+    }
+  }
+  for (const ExpectedFailure& e : config.expected_failures) {
+    bool used = std::any_of(results.begin(), results.end(),
+                            [&](const ReplayCaseResult& r) { return glob_match(e.id_pattern, r.id); });
+    if (!used) s.stale_expectations.push_back(e.id_pattern);
+  }
+  return s;
+}
+
+}  // namespace lockstep

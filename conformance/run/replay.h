@@ -1,0 +1,127 @@
+// Replaying golden fixtures (fixture.h) on an engine: in-process, or through an external driver
+// (external_driver.h), with an optional expected-failures file and tolerance-overrides file.
+//
+// Replay has no oracle at run time, so there is no re-synchronisation: the engine's trace is compared with the
+// fixture's expected trace record by record (comparator.h, compare_records, with the previous expected record
+// as context for the ULP scale and the loss's operand scales for forward/backward records). A case fails at
+// its first record with a difference; all the differences of that record are reported.
+//
+// Expected-failures file (validated strictly; InputError names the file and the JSON pointer):
+//   {"expected_failures": [
+//     {"id": "tut001-set-to-none-*", "reason": "why it fails", "category": "api_difference"}]}
+//   id: a glob ("*", "?") on fixture ids; category: one of expected_failure_categories(); optional
+//   "field": a glob on the differences' field paths (comparator.h, "w → grad*"): the failure is expected only
+//   when every difference of the failing record matches it (a driver failure has no field paths, so only an
+//   entry without "field" expects it); "comment" is allowed and ignored.
+//   A matching case that fails is reported as an expected failure. A case that passes although an entry
+//   without "field" names it is an unexpected pass (a failure: the file must say what is true); an entry with
+//   a field describes a kind of difference, which a case may well not have. An entry that matches no case is
+//   reported as stale.
+// Tolerance-overrides file:
+//   {"tolerance_overrides": [
+//     {"id": "*", "k": {"grad": 8, "exp_avg_sq": 16}, "reason": "summation order differs"}]}
+//   k: ULP multipliers per quantity (tolerance.h names), each > 0; entries apply in order, later ones win.
+//
+// Example:
+//   ReplayConfig config = ReplayConfig{};
+//   config.expected_failures = read_expected_failures("fixtures/expectations/pytorch-python.json");
+//   ReplayCaseResult r = replay_in_process(fixture, impl_engine_factory, config);
+//   if (r.status == ReplayStatus::Failed) std::cout << r.summary();
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/compare/comparator.h"
+#include "conformance/run/engine.h"
+#include "conformance/run/external_driver.h"
+#include "conformance/run/fixture.h"
+#include "conformance/compare/tolerance.h"
+
+namespace lockstep {
+
+struct ExpectedFailure {
+  std::string id_pattern;
+  std::optional<std::string> field_pattern;  // glob on Difference::path; absent: any failure of the case
+  std::string reason;
+  std::string category;
+};
+const std::vector<std::string>& expected_failure_categories();
+// {"api_difference", "implementation_bug", "not_implemented", "precision", "protocol"}
+
+struct ToleranceOverride {
+  std::string id_pattern;
+  std::vector<std::pair<Quantity, double>> k;
+  std::string reason;
+};
+
+// Strict readers; throw InputError(file, pointer, message).
+std::vector<ExpectedFailure> read_expected_failures(const std::string& path);
+std::vector<ExpectedFailure> expected_failures_from_json(const nlohmann::ordered_json& doc, const std::string& file);
+std::vector<ToleranceOverride> read_tolerance_overrides(const std::string& path);
+std::vector<ToleranceOverride> tolerance_overrides_from_json(const nlohmann::ordered_json& doc,
+                                                             const std::string& file);
+
+struct ReplayConfig {
+  Tolerance tolerance;                         // before overrides
+  std::vector<ExpectedFailure> expected_failures;
+  std::vector<ToleranceOverride> tolerance_overrides;
+
+  Tolerance tolerance_for(const std::string& id) const;
+  // The first entry whose id matches and (when it has a field) whose field matches every path.
+  const ExpectedFailure* expected_failure_for(const std::string& id,
+                                              const std::vector<std::string>& paths = {}) const;
+};
+
+enum class ReplayStatus { Passed, Failed, Skipped, ExpectedFailure, UnexpectedPass };
+const char* replay_status_name(ReplayStatus s);  // "passed", "failed", "skipped", "expected_failure", ...
+
+struct ReplayCaseResult {
+  std::string id, file;
+  std::vector<std::string> tags;
+  ReplayStatus status = ReplayStatus::Passed;
+  // Failed / ExpectedFailure:
+  std::string failure_category;          // "mismatch", or a driver failure ("timeout", "garbage", ...)
+  std::string failure;                   // a readable sentence
+  bool failed_at_setup = false;
+  std::optional<size_t> failed_action;   // the first record with a difference
+  std::string failed_action_name;
+  std::vector<Difference> differences;   // every difference of that record
+  // Skipped: the feature the driver does not support.
+  std::string skipped_feature;
+  // Matched expected-failure entry (ExpectedFailure / UnexpectedPass).
+  std::string expected_reason, expected_category;
+  std::string stderr_excerpt;            // external drivers
+  std::chrono::nanoseconds elapsed{0};
+
+  // "action 3 (step): w → value[1]: expected 0.5, actual 0.25 (4 ulp of 0.5 (float32))" or the failure.
+  std::string summary() const;
+};
+
+// Compares `actual` with the fixture's expected trace (no re-synchronisation); fills status Passed/Failed,
+// failed_action, differences. Never throws.
+ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actual, const Tolerance& tolerance);
+
+// Runs the fixture's program on a fresh engine from `make_engine` and compares; applies the config
+// (tolerance overrides, expected failures). An exception out of the engine is a failure, not a crash.
+ReplayCaseResult replay_in_process(const Fixture& fixture, const std::function<std::unique_ptr<Engine>()>& make_engine,
+                                   const ReplayConfig& config);
+
+// Sends the fixture's program to the driver and compares its trace; "unsupported" gives Skipped.
+ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config);
+
+// Applies the expected-failure entries to a result (Failed -> ExpectedFailure, Passed -> UnexpectedPass).
+void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config);
+
+struct ReplaySummary {
+  int passed = 0, failed = 0, skipped = 0, expected_failures = 0, unexpected_passes = 0;
+  std::vector<std::string> stale_expectations;  // expected-failure patterns that matched no fixture
+  bool ok() const { return failed == 0 && unexpected_passes == 0; }
+};
+ReplaySummary summarise(const std::vector<ReplayCaseResult>& results, const ReplayConfig& config);
+
+}  // namespace lockstep

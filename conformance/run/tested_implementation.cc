@@ -1,0 +1,189 @@
+// In-process engines and drivers as the implementation under test (see under_test.h).
+#include "conformance/run/tested_implementation.h"
+
+#include <exception>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "conformance/compare/trace_comparison.h"
+#include "conformance/program/program_json.h"
+#include "conformance/run/interpreter.h"
+
+namespace lockstep {
+
+LockstepResult compare_recorded_traces(const Program& program, const Trace& expected, const Trace& actual,
+                                       const Tolerance& tolerance) {
+  LockstepResult r;
+  r.oracle_engine = expected.engine;
+  r.under_test_engine = actual.engine;
+  r.mode = RunMode::FreeRunning;
+  TraceComparison comparison(program, tolerance);
+  auto record = [&](std::optional<size_t> index, const std::string& action, std::vector<Difference> d,
+                    const ErrorStats& stats) {
+    r.growth.push_back(GrowthRow{index, action, stats});
+    if (d.empty()) return true;
+    const bool structural = has_structural_difference(d);
+    if (r.passed) {
+      r.passed = false;
+      r.failed_at_setup = !index;
+      r.failed_action = index;
+      r.failed_action_name = action;
+      r.differences = std::move(d);
+    } else if (structural) {
+      r.stop_reason = fmt::format("structural difference at {}: {}: expected {}, actual {}",
+                                  index ? fmt::format("action {} ({})", *index, action) : std::string("setup"),
+                                  d.front().path, d.front().expected_text, d.front().actual_text);
+    }
+    return !structural;
+  };
+  ErrorStats stats;
+  if (!record(std::nullopt, "init", comparison.compare_init(expected.init, actual.init, &stats), stats))
+    return r;
+  for (size_t i = 0; i < program.actions.size(); ++i) {
+    const std::string name = action_name(program.actions[i].kind);
+    if (i >= actual.records.size() || i >= expected.records.size()) {
+      if (r.passed) {
+        r.passed = false;
+        r.failed_action = i;
+        r.failed_action_name = name;
+      }
+      r.engine_failure = fmt::format("the trace has {} records for a program of {} actions", actual.records.size(),
+                                     program.actions.size());
+      return r;
+    }
+    stats = ErrorStats{};
+    r.actions_run = i + 1;
+    if (!record(i, name, comparison.compare_action(i, expected.records[i], actual.records[i], &stats), stats))
+      return r;
+  }
+  if (actual.records.size() > program.actions.size() && r.passed) {
+    r.passed = false;
+    r.engine_failure = fmt::format("the trace has {} records for a program of {} actions", actual.records.size(),
+                                   program.actions.size());
+  }
+  return r;
+}
+
+namespace {
+
+std::string exception_text(const std::exception& e) {
+  if (const auto* ee = dynamic_cast<const EngineError*>(&e)) return fmt::format("{} [{}]", e.what(), ee->kind());
+  return e.what();
+}
+
+class InProcess : public TestedImplementation {
+ public:
+  InProcess(EngineFactory make_oracle, EngineFactory make_under_test, LockstepOptions options)
+      : make_oracle_(std::move(make_oracle)), make_under_test_(std::move(make_under_test)), options_(options) {}
+
+  std::string name() override { return make_under_test_()->name(); }
+  RunMode mode() const override { return options_.mode; }
+
+  LockstepResult run(const std::string&, const Program& program) override {
+    auto oracle = make_oracle_();
+    auto under_test = make_under_test_();
+    return run_lockstep(program, *oracle, *under_test, options_);
+  }
+
+  std::optional<Trace> trace(const std::string&, const Program& program, std::string& why) override {
+    try {
+      auto engine = make_under_test_();
+      return run_program(program, *engine);
+    } catch (const std::exception& e) {
+      why = exception_text(e);
+      return std::nullopt;
+    }
+  }
+
+ private:
+  EngineFactory make_oracle_, make_under_test_;
+  LockstepOptions options_;
+};
+
+class Driver : public TestedImplementation {
+ public:
+  Driver(EngineFactory make_oracle, std::string command, DriverOptions driver_options, Tolerance tolerance)
+      : make_oracle_(std::move(make_oracle)), driver_(std::move(command), driver_options), tolerance_(tolerance) {}
+
+  std::string name() override { return driver_.command(); }
+  RunMode mode() const override { return RunMode::FreeRunning; }
+
+  LockstepResult run(const std::string& id, const Program& program) override {
+    LockstepResult r;
+    r.mode = RunMode::FreeRunning;
+    r.under_test_engine = driver_.command();
+    Trace expected;
+    try {
+      auto oracle = make_oracle_();
+      r.oracle_engine = oracle->name();
+      expected = run_program(program, *oracle);
+    } catch (const std::exception& e) {
+      r.passed = false;
+      r.engine_failure = "the oracle threw: " + exception_text(e);
+      return r;
+    }
+    std::string why;
+    std::optional<Trace> actual = trace(id, program, why);
+    if (!actual) {
+      if (!skipped_.empty()) {
+        r.skipped = skipped_;
+        return r;
+      }
+      r.passed = false;
+      r.engine_failure = why;
+      return r;
+    }
+    LockstepResult compared = compare_recorded_traces(program, expected, *actual, tolerance_);
+    compared.oracle_engine = r.oracle_engine;
+    compared.under_test_engine = driver_.command();
+    if (!compared.passed && !stderr_excerpt_.empty())
+      compared.driver_stderr = stderr_excerpt_;
+    return compared;
+  }
+
+  std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) override {
+    skipped_.clear();
+    stderr_excerpt_.clear();
+    DriverOutcome out = run_on_driver(driver_, id, program_to_json(program));
+    stderr_excerpt_ = out.stderr_excerpt;
+    switch (out.kind) {
+      case DriverOutcome::Kind::Trace:
+        return std::move(out.trace);
+      case DriverOutcome::Kind::Unsupported:
+        skipped_ = fmt::format("the driver answered unsupported '{}'", out.feature);
+        why = skipped_;
+        return std::nullopt;
+      case DriverOutcome::Kind::Failure:
+        why = fmt::format("driver failure ({}): {}", out.failure_category, out.failure);
+        if (!out.stderr_excerpt.empty()) why += "\ndriver stderr:\n" + out.stderr_excerpt;
+        return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  std::string fatal_error() const override {
+    return driver_.startup_failed() ? driver_.startup_failure() : std::string();
+  }
+
+ private:
+  EngineFactory make_oracle_;
+  ExternalDriver driver_;
+  Tolerance tolerance_;
+  std::string skipped_;
+  std::string stderr_excerpt_;
+};
+
+}  // namespace
+
+std::unique_ptr<TestedImplementation> in_process_implementation(EngineFactory make_oracle, EngineFactory make_under_test,
+                                                 LockstepOptions options) {
+  return std::make_unique<InProcess>(std::move(make_oracle), std::move(make_under_test), options);
+}
+
+std::unique_ptr<TestedImplementation> driver_implementation(EngineFactory make_oracle, std::string command,
+                                             DriverOptions driver_options, Tolerance tolerance) {
+  return std::make_unique<Driver>(std::move(make_oracle), std::move(command), driver_options, tolerance);
+}
+
+}  // namespace lockstep

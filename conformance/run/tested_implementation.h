@@ -1,0 +1,55 @@
+// The implementation under test as `lockstep run` and `lockstep mutants` hold it against the oracle: an
+// in-process Engine (compared in lockstep or free-running, engine.h) or a driver command speaking
+// fixtures/PROTOCOL.md (whole programs, compared without re-synchronisation). Both give a LockstepResult from
+// the same comparison (compare/trace_comparison.h), so one loop runs named cases and random programs on
+// either, shrinks failures by re-running candidate programs through it, and writes the same reports.
+//
+// Example:
+//   auto subject = driver_implementation([] { return make_torch_engine(); }, "python3 my_driver.py", {}, {});
+//   LockstepResult r = subject->run("random-7", program);
+//   if (!subject->fatal_error().empty()) ... the driver could not start: end the run ...
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "conformance/compare/tolerance.h"
+#include "conformance/program/program.h"
+#include "conformance/program/trace.h"
+#include "conformance/run/engine.h"
+#include "conformance/run/external_driver.h"
+#include "conformance/run/lockstep_runner.h"
+
+namespace lockstep {
+
+using EngineFactory = std::function<std::unique_ptr<Engine>()>;
+
+class TestedImplementation {
+ public:
+  virtual ~TestedImplementation() = default;
+  virtual std::string name() = 0;
+  virtual RunMode mode() const = 0;
+  // `program` against a fresh oracle; `id` names it to a driver. A program the implementation declines
+  // (a driver's "unsupported") passes with LockstepResult::skipped set.
+  virtual LockstepResult run(const std::string& id, const Program& program) = 0;
+  // The trace of `program` alone (the claims of named cases are checked on it); nullopt, with `why`, when
+  // the implementation gave none.
+  virtual std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) = 0;
+  // Non-empty when the implementation cannot run at all (a driver that fails to start): the run must end.
+  virtual std::string fatal_error() const { return ""; }
+};
+
+std::unique_ptr<TestedImplementation> in_process_implementation(EngineFactory make_oracle, EngineFactory make_under_test,
+                                                 LockstepOptions options);
+
+std::unique_ptr<TestedImplementation> driver_implementation(EngineFactory make_oracle, std::string command,
+                                             DriverOptions driver_options, Tolerance tolerance);
+
+// Two recorded traces of `program` compared as in free-running mode (lockstep_runner.h): every record, the
+// first failing one reported, a structural difference stops the comparison, growth rows per record.
+LockstepResult compare_recorded_traces(const Program& program, const Trace& expected, const Trace& actual,
+                                       const Tolerance& tolerance);
+
+}  // namespace lockstep

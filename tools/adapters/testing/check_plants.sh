@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# The wrong-driver battery: deliberately wrong implementations (plant_error.py) that lockstep MUST reject, each
+# at the action that produced the wrong value.
+#
+#   bash tools/adapters/testing/check_plants.sh LOCKSTEP_BINARY IMPL_DRIVER [WORKDIR]
+#   e.g. bash tools/adapters/testing/check_plants.sh build/lockstep build/lockstep-impl-driver build/plants
+#
+# For every plant kind (plant_error.py kinds) and three paths:
+#   fixtures  the error planted into a copy of fixtures/corpus' expected traces, `lockstep replay --engine impl`
+#   replay    `lockstep replay` of the shipped corpus on `plant_error.py driver -- IMPL_DRIVER`
+#   live      `lockstep run` (named cases + $PLANT_LIVE_COUNT random programs, seed 7) on the same wrapper
+# it asserts: every case with a planted error fails, at the planted record (setup or action index), with the
+# first difference at the planted field (path "w → grad", "w → grad[1]", ...); a shrunk live program (the
+# report's program is not the one planted into) need only fail; every case without a plant passes or is
+# skipped. One line per (kind, path) with counts; exit 1 with the violations listed when any, 2 on bad usage.
+#
+# Environment: PLANT_KINDS (space-separated subset of the kinds), PLANT_LIVE_COUNT (default 40), PYTHON,
+# PLANT_RECHECK=1 (run nothing: check the reports already in WORKDIR again).
+set -u
+
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+  echo "usage: $0 LOCKSTEP_BINARY IMPL_DRIVER [WORKDIR]" >&2
+  exit 2
+fi
+lockstep=$(realpath "$1")
+impl_driver=$(realpath "$2")
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+plant="$here/plant_error.py"
+corpus="$root/fixtures/corpus"
+python=${PYTHON:-python3}
+live_count=${PLANT_LIVE_COUNT:-40}
+for f in "$lockstep" "$impl_driver"; do
+  if [ ! -x "$f" ]; then echo "check_plants: $f is not an executable" >&2; exit 2; fi
+done
+if [ $# -eq 3 ]; then
+  workdir=$3
+  mkdir -p "$workdir" || exit 2
+else
+  workdir=$(mktemp -d "${TMPDIR:-/tmp}/plants.XXXXXX") || exit 2
+fi
+workdir=$(realpath "$workdir")
+kinds=${PLANT_KINDS:-$("$python" "$plant" kinds)}
+manifest="$workdir/manifest.tsv"
+if [ "${PLANT_RECHECK:-0}" = 1 ]; then
+  if [ ! -f "$manifest" ]; then echo "check_plants: PLANT_RECHECK=1 but no $manifest" >&2; exit 2; fi
+  kinds=""
+else
+  : > "$manifest"
+fi
+
+validate=""
+if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then validate=/usr/bin/python3; fi
+
+start=$(date +%s)
+for kind in $kinds; do
+  d="$workdir/$kind"
+  rm -rf "$d"
+  mkdir -p "$d"
+
+  # (i) the error in the golden expected traces; the correct impl replayed in-process.
+  if ! "$python" "$plant" fixtures --plant "$kind" --in "$corpus" --out "$d/corpus" --log "$d/fixtures.log" \
+      2> "$d/plant-fixtures.err"; then
+    echo "check_plants: $kind: planting into the corpus failed:" >&2
+    cat "$d/plant-fixtures.err" >&2
+    exit 2
+  fi
+  if [ -n "$validate" ] && ! "$validate" "$root/fixtures/validate_fixtures.py" "$d/corpus" > "$d/validate.out" 2>&1; then
+    echo "check_plants: $kind: the planted corpus does not validate against the schema:" >&2
+    tail -20 "$d/validate.out" >&2
+    exit 2
+  fi
+  timeout 300 "$lockstep" replay --fixtures "$d/corpus" --engine impl --report-dir "$d/fixtures" \
+    > "$d/fixtures.out" 2>&1
+  printf '%s\tfixtures\t%s\t%s\t%s\t%s\n' "$kind" "$d/fixtures.log" "$d/fixtures" $? "$d/fixtures.out" >> "$manifest"
+
+  # (ii) the shipped corpus replayed through the wrong driver.
+  engine="$(printf '%q ' "$python" "$plant" driver --plant "$kind" --log "$d/replay.log" -- "$impl_driver")"
+  timeout 300 "$lockstep" replay --engine "$engine" --report-dir "$d/replay" > "$d/replay.out" 2>&1
+  printf '%s\treplay\t%s\t%s\t%s\t%s\n' "$kind" "$d/replay.log" "$d/replay" $? "$d/replay.out" >> "$manifest"
+
+  # (iii) live against LibTorch: the named cases and random programs through the wrong driver.
+  engine="$(printf '%q ' "$python" "$plant" driver --plant "$kind" --log "$d/live.log" -- "$impl_driver")"
+  timeout 300 "$lockstep" run --engine "$engine" --count "$live_count" --seed 7 --report-dir "$d/live" \
+    --shrink-seconds 2 > "$d/live.out" 2>&1
+  printf '%s\tlive\t%s\t%s\t%s\t%s\n' "$kind" "$d/live.log" "$d/live" $? "$d/live.out" >> "$manifest"
+done
+[ -n "$kinds" ] && echo "check_plants: lockstep ran in $(( $(date +%s) - start )) s; work in $workdir"
+
+"$python" - "$manifest" <<'EOF'
+import hashlib
+import json
+import os
+import sys
+
+ARROW = " \u2192 "
+
+
+def sha(program):
+    text = json.dumps(program, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def at_path(path, prefix):
+    return path == prefix or path.startswith(prefix + "[")
+
+
+def report_file(d):
+    for name in ("replay-report.json", "lockstep-report.json", "report.json"):
+        if os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    return None
+
+
+def tail(path, n=15):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+violations = []
+violation_count = 0
+PER_ROW = 4  # violations listed per (kind, path)
+missed_total = 0
+rows = []
+with open(sys.argv[1], encoding="utf-8") as m:
+    lines = [l.rstrip("\n").split("\t") for l in m if l.strip()]
+for kind, label, log_path, report_dir, rc, out_path in lines:
+    where = "%s / %s" % (kind, label)
+    rc = int(rc)
+    problems = []
+    report = report_file(report_dir)
+    if rc not in (0, 1) or report is None:
+        violations.append("%s: lockstep exited %d%s; its output ends:\n%s" % (
+            where, rc, "" if report else " and wrote no JSON report", tail(out_path)))
+        violation_count += 1
+        rows.append((kind, label, "ERROR", "", "", "", "", ""))
+        continue
+    log = {}
+    try:
+        with open(log_path, encoding="utf-8") as f:
+            for line in f:
+                e = json.loads(line)
+                log.setdefault(e["id"], []).append(e)
+    except (OSError, ValueError) as e:
+        problems.append("cannot read the plant log %s: %s" % (log_path, e))
+    with open(report, encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    planted = caught = missed = wrong = clean = clean_ok = shrunk = 0
+    paths = set()
+    seen = set()
+    for c in cases:
+        id_ = c["id"]
+        seen.add(id_)
+        entries = log.get(id_)
+        if not entries:
+            problems.append("%s: no plant log entry (the wrapper never answered it?): status %s" % (id_, c["status"]))
+            continue
+        first = entries[0]
+        failure = c.get("failure") or {}
+        summary = failure.get("summary", "")
+        if first["record"] is None:
+            clean += 1
+            if c["status"] == "passed" or (c["status"] == "known" and c.get("known_reason", "").startswith("skipped")):
+                clean_ok += 1
+            else:
+                problems.append("%s: nothing was planted but it is %s: %s" % (id_, c["status"], summary))
+            continue
+        planted += 1
+        paths.add(first["path"])
+        want = "setup (init)" if first["record"] == "init" else "action %s" % first["record"]
+        if c["status"] != "failed":
+            missed += 1
+            problems.append("%s: NOT CAUGHT: planted at %s, %s (%s -> %s), but the case %s" % (
+                id_, want, first["path"], ", ".join(first.get("before", [])), ", ".join(first.get("after", [])),
+                c["status"]))
+            continue
+        program = failure.get("program")
+        if label == "live" and id_.startswith("random-") and program is not None and \
+                sha(program) != first.get("program_sha256"):
+            shrunk += 1  # the shrunk program is not the one planted into: failing is enough
+            caught += 1
+            continue
+        diffs = failure.get("differences") or []
+        got = "setup" if failure.get("at") == "setup" else failure.get("action_index")
+        expected_record = "setup" if first["record"] == "init" else first["record"]
+        if got != expected_record or not diffs or not at_path(diffs[0]["path"], first["path"]):
+            wrong += 1
+            problems.append("%s: caught at the wrong place: planted at %s, %s; failed at %s: %s" % (
+                id_, want, first["path"], failure.get("location", "?"), summary))
+            continue
+        caught += 1
+    for id_, entries in log.items():
+        if id_ not in seen:
+            problems.append("%s: in the plant log but not in the report" % id_)
+    missed_total += missed
+    shown = problems[:PER_ROW]
+    if len(problems) > PER_ROW:
+        shown.append("... and %d more like these (all in %s)" % (len(problems) - PER_ROW, report))
+    violations += ["%s: %s" % (where, p) for p in shown]
+    violation_count += len(problems)
+    rows.append((kind, label, str(planted), str(caught), str(missed), str(wrong),
+                 "%d/%d" % (clean_ok, clean), ", ".join(sorted(paths, key=lambda p: (len(p), p))[:3]) +
+                 (" ..." if len(paths) > 3 else "") + (" (%d shrunk)" % shrunk if shrunk else "")))
+
+header = ("kind", "path", "planted", "caught", "missed", "wrong_place", "clean_ok", "fields")
+widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header) - 1)]
+for r in [header] + rows:
+    print("  ".join(r[i].ljust(widths[i]) for i in range(len(header) - 1)) + "  " + r[-1])
+if violations:
+    print("\nviolations (%d, at most %d listed per kind and path):" % (violation_count, PER_ROW))
+    for v in violations:
+        print("  " + v)
+    print("\nwrong-driver battery FAILED: %d violation(s), %d planted error(s) not caught by lockstep" %
+          (violation_count, missed_total))
+    sys.exit(1)
+print("\nwrong-driver battery passed: every planted error was caught at its record, every clean case passed")
+EOF
