@@ -168,3 +168,112 @@ TEST(Cli, DriverThatCannotStartStopsTheRunOnce) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// Reproduce lines reproduce: the command a report prints for a failure, executed as a user would, fails
+// again at the same action and field. In-process and through a driver.
+
+struct FirstFailure {
+  std::string id, reproduce, path;
+  int64_t action_index = -1;
+  bool has_program = false, has_driver_stderr = false;
+};
+
+FirstFailure first_failure(const fs::path& report, bool random_only) {
+  nlohmann::json j = nlohmann::json::parse(read_file(report));
+  for (const auto& c : j.at("cases")) {
+    if (c.at("status") != "failed") continue;
+    const std::string id = c.at("id");
+    if (random_only && id.rfind("random-", 0) != 0) continue;
+    const auto& f = c.at("failure");
+    FirstFailure out;
+    out.id = id;
+    out.reproduce = f.at("reproduce");
+    out.action_index = f.at("action_index").is_null() ? -1 : f.at("action_index").get<int64_t>();
+    out.path = f.at("differences").empty() ? "" : f.at("differences")[0].at("path").get<std::string>();
+    out.has_program = f.contains("program");
+    out.has_driver_stderr = f.contains("driver_stderr");
+    return out;
+  }
+  return {};
+}
+
+// Runs `reproduce` ("lockstep run ...") with the built binary, reports into `dir`.
+Result run_reproduce_line(const std::string& reproduce, const fs::path& dir) {
+  const std::string prefix = "lockstep ";
+  EXPECT_EQ(reproduce.rfind(prefix, 0), 0u) << reproduce;
+  return run(reproduce.substr(prefix.size()) + " --report-dir " + dir.string());
+}
+
+void expect_reproduces(const std::string& engine, const std::string& name) {
+  fs::path d = temp_dir(name);
+  Result r = run("run --engine " + engine + " --count 40 --seed 2 --shrink-seconds 2 --report-dir " + d.string());
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  for (bool random_only : {false, true}) {
+    FirstFailure f = first_failure(d / "lockstep-report.json", random_only);
+    ASSERT_FALSE(f.id.empty()) << "no failure in the report";
+    EXPECT_TRUE(f.has_program) << f.id;
+    if (random_only) {
+      EXPECT_NE(f.reproduce.find("--index"), std::string::npos) << f.reproduce;
+      EXPECT_EQ(f.reproduce.find("--count"), std::string::npos) << "the reproduce line runs one program: " << f.reproduce;
+    }
+    fs::path again = d / (random_only ? "again-random" : "again-first");
+    Result rr = run_reproduce_line(f.reproduce, again);
+    EXPECT_EQ(rr.exit_code, 1) << f.reproduce << "\n" << rr.out;
+    FirstFailure g = first_failure(again / "lockstep-report.json", random_only);
+    EXPECT_EQ(g.id, f.id) << f.reproduce;
+    EXPECT_EQ(g.action_index, f.action_index) << f.reproduce;
+    EXPECT_EQ(g.path, f.path) << f.reproduce;
+    nlohmann::json j = nlohmann::json::parse(read_file(again / "lockstep-report.json"));
+    EXPECT_EQ(j.at("cases").size(), 1u) << "the reproduce line runs just the failing case: " << f.reproduce;
+  }
+  fs::remove_all(d);
+}
+
+TEST(Cli, ReproduceLinesReproduceInProcess) { expect_reproduces("impl --mutant adam_eps_inside_sqrt", "repro-inproc"); }
+
+TEST(Cli, ReproduceLinesReproduceThroughADriver) {
+  expect_reproduces(std::string("'") + IMPL_DRIVER + " --mutant adam_eps_inside_sqrt'", "repro-driver");
+}
+
+TEST(Cli, IndexRunsThatProgramWhateverCountSays) {
+  fs::path d = temp_dir("index");
+  Result r = run("run --engine impl --index 17 --report-dir " + d.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(read_file(d / "lockstep-report.json"));
+  ASSERT_EQ(j.at("cases").size(), 1u);
+  EXPECT_EQ(j.at("cases")[0].at("id"), "random-17");
+  fs::remove_all(d);
+}
+
+TEST(Cli, DefaultRunChecksImplAgainstLibTorch) {
+  fs::path d = temp_dir("default");
+  Result r = run("run --count 5 --report-dir " + d.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("impl against libtorch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(lockstep mode)"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
+// A live driver run's report holds the shrunk program, the driver's stderr and the first differing field.
+TEST(Cli, DriverFailureReportHasShrunkProgramAndDriverStderr) {
+  fs::path d = temp_dir("driver-report");
+  const std::string driver = std::string("'sh -c \"echo driver-says-hello >&2; exec ") + IMPL_DRIVER +
+                             " --mutant adam_eps_inside_sqrt\"'";
+  Result r = run("run --engine " + driver + " --count 30 --seed 2 --shrink-seconds 2 --report-dir " + d.string());
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  nlohmann::json j = nlohmann::json::parse(read_file(d / "lockstep-report.json"));
+  bool seen = false;
+  for (const auto& c : j.at("cases")) {
+    if (c.at("status") != "failed" || c.at("id").get<std::string>().rfind("random-", 0) != 0) continue;
+    const auto& f = c.at("failure");
+    EXPECT_TRUE(f.contains("program"));
+    EXPECT_TRUE(f.contains("original_program"));
+    EXPECT_FALSE(f.at("differences").empty());
+    seen = true;
+    break;
+  }
+  EXPECT_TRUE(seen) << "no random program failed";
+  EXPECT_EQ(j.at("mode"), "free-running");
+  fs::remove_all(d);
+}

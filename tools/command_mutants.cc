@@ -15,7 +15,7 @@
 #include "conformance/report/atomic_file.h"
 #include "conformance/generate/generators.h"
 #include "conformance/run/interpreter.h"
-#include "conformance/compare/known_discrepancies.h"
+#include "conformance/compare/expectations.h"
 #include "conformance/run/named_case.h"
 #include "conformance/generate/shrink.h"
 #include "impl/mutants.h"
@@ -109,7 +109,7 @@ struct KillRow {
 
 class MutantsRun {
  public:
-  explicit MutantsRun(const MutantsArgs& args, std::vector<NamedCase> cases, KnownDiscrepancies known)
+  explicit MutantsRun(const MutantsArgs& args, std::vector<NamedCase> cases, Expectations known)
       : args_(args), cases_(std::move(cases)), known_(std::move(known)) {
     GenOptions gen;
     gen.max_size = args.max_size;
@@ -208,7 +208,7 @@ class MutantsRun {
 
   const MutantsArgs& args_;
   std::vector<NamedCase> cases_;
-  KnownDiscrepancies known_;
+  Expectations known_;
   LockstepOptions options_;
   std::optional<RandomPrograms> plain_, special_;
   std::map<std::string, bool> clean_cases_;
@@ -305,10 +305,10 @@ int command_mutants(const MutantsArgs& args) {
     return kExitInputError;
   }
   std::vector<NamedCase> cases;
-  KnownDiscrepancies known;
+  Expectations known;
   try {
     cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    known = load_known_discrepancies(default_known_discrepancies_file());
+    known = load_expectations(default_expectations_file());
   } catch (const std::exception& e) {
     std::cerr << "lockstep mutants: " << e.what() << "\n";
     return kExitInputError;

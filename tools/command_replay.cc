@@ -54,6 +54,7 @@ RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std:
     c.result.failed_action = r.failed_action;
     c.result.failed_action_name = r.failed_action_name;
     c.result.differences = r.differences;
+    c.result.masked = r.masked;
     c.result.passed = r.status == ReplayStatus::Passed;
     if (r.differences.empty() && !r.failure.empty())
       c.result.engine_failure = r.failure + (r.stderr_excerpt.empty() ? "" : "\nstderr:\n" + r.stderr_excerpt);
@@ -105,7 +106,7 @@ void print_result(const ReplayCaseResult& r, bool verbose) {
 
 ReplayConfig load_config(const std::string& expected_failures_file, const std::string& tolerance_file) {
   ReplayConfig config;
-  if (!expected_failures_file.empty()) config.expected_failures = read_expected_failures(expected_failures_file);
+  if (!expected_failures_file.empty()) config.expectations = load_expectations(expected_failures_file);
   if (!tolerance_file.empty()) config.tolerance_overrides = read_tolerance_overrides(tolerance_file);
   return config;
 }
@@ -173,7 +174,7 @@ int command_replay(const ReplayArgs& args) {
   std::string prefix = fmt::format("lockstep replay --fixtures {} --engine {}",
                                    shell_quote(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir),
                                    shell_quote(args.engine));
-  if (!args.expected_failures_file.empty()) prefix += " --expected-failures " + shell_quote(args.expected_failures_file);
+  if (!args.expected_failures_file.empty()) prefix += " --expectations " + shell_quote(args.expected_failures_file);
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
   try {
     write_reports(args.report_dir, to_run_report(results, "fixtures of " + oracle, engine_name, 0,

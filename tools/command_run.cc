@@ -19,7 +19,7 @@
 
 #include "conformance/generate/generators.h"
 #include "conformance/run/interpreter.h"
-#include "conformance/compare/known_discrepancies.h"
+#include "conformance/compare/expectations.h"
 #include "conformance/run/lockstep_runner.h"
 #include "conformance/run/replay.h"
 #include "conformance/run/tested_implementation.h"
@@ -69,15 +69,14 @@ class Progress {
 int command_run(const RunArgs& args) {
   const auto t0 = Clock::now();
   std::vector<NamedCase> cases;
-  KnownDiscrepancies known;
-  std::vector<ExpectedFailure> expected_failures;
+  Expectations expectations;
   Tolerance tolerance;
+  const bool builtin = is_engine_name(args.engine);
   try {
     cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    std::string known_file = args.known_discrepancies_file.empty() ? default_known_discrepancies_file()
-                                                                   : args.known_discrepancies_file;
-    known = load_known_discrepancies(known_file);
-    if (!args.expected_failures_file.empty()) expected_failures = read_expected_failures(args.expected_failures_file);
+    // The shipped expectations are impl's; a driver brings its own (--expectations).
+    std::string file = args.expectations_file.empty() && builtin ? default_expectations_file() : args.expectations_file;
+    if (!file.empty()) expectations = load_expectations(file);
     if (!args.tolerance_file.empty()) {
       ReplayConfig config;
       config.tolerance_overrides = read_tolerance_overrides(args.tolerance_file);
@@ -96,7 +95,6 @@ int command_run(const RunArgs& args) {
     }
   }
 
-  const bool builtin = is_engine_name(args.engine);
   const bool against_itself = args.engine == "oracle";
   if (!builtin && !args.mutant.empty()) {
     std::cerr << "lockstep run: --mutant selects a mutant of an in-process engine; a driver selects its own "
@@ -129,29 +127,13 @@ int command_run(const RunArgs& args) {
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));
   if (args.free_running && builtin && !against_itself) prefix += " --free-running";
   if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(args.cases_dir);
-  if (!args.known_discrepancies_file.empty()) prefix += " --known-discrepancies " + shell_quote(args.known_discrepancies_file);
-  if (!args.expected_failures_file.empty()) prefix += " --expected-failures " + shell_quote(args.expected_failures_file);
+  if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(args.expectations_file);
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
 
-  // A case's report; a failure that the known discrepancies or an expected-failure entry explain is known.
+  // A case's report, judged by the expectations (expectations.h).
   auto case_report = [&](const std::string& id, LockstepResult result, std::optional<Program> program,
                          const std::string& reproduce) {
-    CaseReport r = make_case_report(id, std::move(result), std::move(program), reproduce, &known);
-    if (r.status == CaseStatus::Failed && !expected_failures.empty()) {
-      ReplayConfig config;
-      config.expected_failures = expected_failures;
-      std::vector<std::string> paths;
-      for (const Difference& d : r.result.differences) paths.push_back(d.path);
-      if (const ExpectedFailure* e = config.expected_failure_for(id, paths)) {
-        r.status = CaseStatus::Known;
-        r.known_reason = fmt::format("expected failure ({}): {}", e->category, e->reason);
-      }
-    }
-    if (r.status == CaseStatus::Passed && !r.result.skipped.empty()) {
-      r.status = CaseStatus::Known;
-      r.known_reason = "skipped: " + r.result.skipped;
-    }
-    return r;
+    return make_case_report(id, std::move(result), std::move(program), reproduce, &expectations);
   };
   auto fatal = [&]() -> bool {
     const std::string why = subject->fatal_error();
@@ -168,7 +150,7 @@ int command_run(const RunArgs& args) {
   if (args.only_index < 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
-      LockstepResult result = subject->run(c.id, c.program);
+      LockstepResult result = subject->run(c.id, c.program, expectations.mask_for(c.id));
       if (fatal()) return kExitInputError;
       if (result.skipped.empty()) {
         std::string why;
@@ -207,7 +189,8 @@ int command_run(const RunArgs& args) {
       std::string id = fmt::format("random-{}", i);
       rc::Shrinkable<Program> shrinkable = programs.at(static_cast<uint64_t>(i));
       Program program = shrinkable.value();
-      LockstepResult result = subject->run(id, program);
+      const FieldMask mask = expectations.mask_for(id);
+      LockstepResult result = subject->run(id, program, mask);
       if (fatal()) return kExitInputError;
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i);
       CaseReport r = case_report(id, result, program, reproduce);
@@ -216,10 +199,10 @@ int command_run(const RunArgs& args) {
         // every candidate through the same implementation.
         ShrinkStats stats;
         auto still_fails = [&](const Program& candidate) {
-          return case_report(id, subject->run(id, candidate), std::nullopt, "").status == CaseStatus::Failed;
+          return case_report(id, subject->run(id, candidate, mask), std::nullopt, "").status == CaseStatus::Failed;
         };
         Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
-        LockstepResult shrunk_result = subject->run(id, shrunk);
+        LockstepResult shrunk_result = subject->run(id, shrunk, mask);
         CaseReport s = case_report(id, shrunk_result, shrunk, reproduce);
         if (s.status == CaseStatus::Failed) {
           s.original_program = program;

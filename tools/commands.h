@@ -23,9 +23,8 @@ struct RunArgs {
   std::string only_case;          // run just this named case (reproduce a failure)
   int64_t only_index = -1;        // run just this random program index (reproduce a failure)
   std::string mutant;             // impl only: run impl with this mutant selected (impl/mutants.h)
-  std::string known_discrepancies_file;  // empty: conformance/compare/known_discrepancies.json
+  std::string expectations_file;  // expectations.h; empty: conformance/compare/expectations.json (in-process engines)
   double shrink_seconds = 10;     // time budget to shrink one failing program
-  std::string expected_failures_file;    // expected failures (fixtures/PROTOCOL.md section 7)
   std::string tolerance_file;            // tolerance overrides (the entries matching "*" apply)
   int64_t timeout_ms = 10000;            // drivers: per-program timeout
 };

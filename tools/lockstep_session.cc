@@ -33,7 +33,7 @@ LockstepResult run_named_case(const NamedCase& c, const EngineFactory& make_unde
 }
 
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
-                            const KnownDiscrepancies* known) {
+                            const Expectations* known) {
   return !result.passed && make_case_report(case_id, result, std::nullopt, "", known).status == CaseStatus::Failed;
 }
 

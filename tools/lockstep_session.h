@@ -16,7 +16,7 @@
 #include <rapidcheck.h>
 
 #include "conformance/run/engine.h"
-#include "conformance/compare/known_discrepancies.h"
+#include "conformance/compare/expectations.h"
 #include "conformance/run/lockstep_runner.h"
 #include "conformance/run/named_case.h"
 #include "conformance/program/program.h"
@@ -37,7 +37,7 @@ LockstepResult run_named_case(const NamedCase& c, const EngineFactory& make_unde
 
 // Whether `result` failed and `known` (may be null) does not explain it (report.h, make_case_report).
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
-                            const KnownDiscrepancies* known);
+                            const Expectations* known);
 
 // The smallest program that still fails (shrink.h, shrink_failure) within `seconds`.
 Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,

@@ -24,8 +24,6 @@ int main(int argc, char** argv) {
                   "Implementation under test: impl, a driver command line (fixtures/PROTOCOL.md), or oracle "
                   "(self-check: LibTorch against LibTorch)")
       ->capture_default_str();
-  run->add_option("--expected-failures", run_args.expected_failures_file,
-                  "Expected-failures file (fixtures/PROTOCOL.md section 7)")->check(CLI::ExistingFile);
   run->add_option("--tolerance", run_args.tolerance_file, "Tolerance-overrides file")
       ->check(CLI::ExistingFile);
   run->add_option("--timeout-ms", run_args.timeout_ms, "Driver commands: per-program timeout")
@@ -45,8 +43,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--case", run_args.only_case, "Run only this named case (to reproduce a failure)");
   run->add_option("--mutant", run_args.mutant, "Select a mutant of impl (see `lockstep mutants --list`)");
-  run->add_option("--known-discrepancies", run_args.known_discrepancies_file,
-                  "Known-discrepancies file (default: conformance/compare/known_discrepancies.json)")
+  run->add_option("--expectations,--expected-failures,--known-discrepancies", run_args.expectations_file,
+                  "Expectations file: expected failures and masks (conformance/compare/expectations.h; default for "
+                  "impl: conformance/compare/expectations.json)")
       ->check(CLI::ExistingFile);
   run->add_option("--shrink-seconds", run_args.shrink_seconds, "Time budget to shrink one failing program")
       ->check(CLI::NonNegativeNumber)
@@ -71,7 +70,7 @@ int main(int argc, char** argv) {
   replay->add_option("--fixtures", replay_args.fixtures_dir, "Fixture directory (default: the shipped corpus)");
   replay->add_option("--engine", replay_args.engine, "impl, oracle, or a driver command line (run by /bin/sh -c)")
       ->capture_default_str();
-  replay->add_option("--expected-failures", replay_args.expected_failures_file,
+  replay->add_option("--expectations,--expected-failures", replay_args.expected_failures_file,
                      "Expected-failures file (id pattern, reason, category)")->check(CLI::ExistingFile);
   replay->add_option("--tolerance", replay_args.tolerance_file, "Tolerance-overrides file")
       ->check(CLI::ExistingFile);

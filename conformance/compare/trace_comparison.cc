@@ -8,14 +8,29 @@
 
 namespace lockstep {
 
-TraceComparison::TraceComparison(const Program& program, Tolerance tolerance)
-    : program_(program), tolerance_(tolerance) {}
+TraceComparison::TraceComparison(const Program& program, Tolerance tolerance, FieldMask mask)
+    : program_(program), tolerance_(tolerance), mask_(std::move(mask)) {}
+
+std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, std::optional<size_t> index,
+                                                    const std::string& action) {
+  if (mask_.empty() || d.empty()) return d;
+  std::vector<Difference> kept;
+  for (Difference& x : d) {
+    if (const Expectation* e = mask_.match(x.path)) {
+      if (x.kind == DifferenceKind::Structure) masked_structure_ = true;
+      masked_.push_back(MaskedDifference{index, action, std::move(x), e->reason});
+    } else {
+      kept.push_back(std::move(x));
+    }
+  }
+  return kept;
+}
 
 std::vector<Difference> TraceComparison::compare_init(Record expected, Record actual, ErrorStats* stats) {
   CompareContext ctx;
   ctx.tolerance = tolerance_;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
-  std::vector<Difference> d = compare_records(expected, actual, nullptr, ctx, stats);
+  std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, "init");
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;
@@ -70,7 +85,8 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   }
   ctx.handle_param = handle_param_;
   if (!budget.empty()) ctx.budget = &budget;
-  std::vector<Difference> d = compare_records(expected, actual, &expected_previous_, ctx, stats);
+  std::vector<Difference> d =
+      apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index, action_name(action.kind));
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;

@@ -7,6 +7,8 @@
 // first appearance (a grad, output, moment or handle going from absent to present), and a number neither
 // side changed is not judged again. Without re-synchronisation each action's bound carries the deviation
 // its inputs already had (the error budget); after resynchronised() the sides are equal and the budget is 0.
+// A FieldMask (expectations.h) accepts the differences it matches: they are kept in masked() with the
+// entry's reason and not returned, so the comparison goes on and a later unmasked difference still fails.
 //
 // Example:
 //   TraceComparison cmp(program, Tolerance{});
@@ -21,15 +23,24 @@
 #include <vector>
 
 #include "conformance/compare/comparator.h"
+#include "conformance/compare/expectations.h"
 #include "conformance/program/program.h"
 #include "conformance/program/trace.h"
 
 namespace lockstep {
 
+// A difference an expectation accepted (expectations.h), where it happened.
+struct MaskedDifference {
+  std::optional<size_t> action_index;  // nullopt: the setup record
+  std::string action;                  // "init", "step", ...
+  Difference difference;
+  std::string reason;                  // the expectation's reason
+};
+
 class TraceComparison {
  public:
-  // `program` must outlive the comparison.
-  TraceComparison(const Program& program, Tolerance tolerance);
+  // `program` and the expectations behind `mask` must outlive the comparison.
+  TraceComparison(const Program& program, Tolerance tolerance, FieldMask mask = {});
 
   std::vector<Difference> compare_init(Record expected, Record actual, ErrorStats* stats = nullptr);
   // Record of program.actions[index]; actions are compared in order.
@@ -39,6 +50,9 @@ class TraceComparison {
   void resynchronised();
 
   const Record& expected_previous() const { return expected_previous_; }
+  const std::vector<MaskedDifference>& masked() const { return masked_; }
+  // Whether a masked difference was structural (the sides' structure may differ from then on).
+  bool masked_structure() const { return masked_structure_; }
   const Record& actual_previous() const { return actual_previous_; }
 
  private:
@@ -47,8 +61,14 @@ class TraceComparison {
     EngineState expected_state, actual_state;  // the parameters it read, on each side
   };
 
+  std::vector<Difference> apply_mask(std::vector<Difference> d, std::optional<size_t> index,
+                                     const std::string& action);
+
   const Program& program_;
   Tolerance tolerance_;
+  FieldMask mask_;
+  std::vector<MaskedDifference> masked_;
+  bool masked_structure_ = false;
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
   std::optional<HeldForward> held_;

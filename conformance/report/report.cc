@@ -31,19 +31,31 @@ ReportSummary summarise(const RunReport& report) {
 }
 
 CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
-                            std::string reproduce_command, const KnownDiscrepancies* known) {
+                            std::string reproduce_command, const Expectations* expectations) {
   CaseReport c;
   c.id = std::move(id);
   c.program = std::move(program);
   c.reproduce_command = std::move(reproduce_command);
   c.status = result.passed ? CaseStatus::Passed : CaseStatus::Failed;
-  if (!result.passed && known) {
-    std::vector<std::string> paths;
-    for (const Difference& d : result.differences) paths.push_back(d.path);
-    if (const KnownDiscrepancy* k = known->explain(c.id, paths)) {
-      c.status = CaseStatus::Known;
-      c.known_reason = k->reason;
-    }
+  const Expectation* whole = expectations ? expectations->whole_case(c.id) : nullptr;
+  auto labelled = [](const Expectation& e) {
+    return e.category.empty() ? e.reason : fmt::format("{}: {}", e.category, e.reason);
+  };
+  if (!result.passed && whole) {
+    c.status = CaseStatus::Known;
+    c.known_reason = "expected failure (" + labelled(*whole) + ")";
+  } else if (result.passed && whole && result.skipped.empty()) {
+    c.status = CaseStatus::Failed;
+    result.passed = false;
+    result.engine_failure = "passed, but an expectation says the whole case fails (" + labelled(*whole) +
+                            "): remove or narrow the entry";
+  } else if (result.passed && !result.skipped.empty()) {
+    c.status = CaseStatus::Known;
+    c.known_reason = "skipped: " + result.skipped;
+  } else if (result.passed && !result.masked.empty()) {
+    c.status = CaseStatus::Known;
+    c.known_reason = fmt::format("{} masked difference{} ({})", result.masked.size(),
+                                 result.masked.size() == 1 ? "" : "s", result.masked.front().reason);
   }
   c.result = std::move(result);
   return c;
@@ -215,6 +227,17 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
     if (options.include_durations && c.duration_seconds) cj["duration_seconds"] = number_to_json(*c.duration_seconds);
     if (c.status == CaseStatus::Known) cj["known_reason"] = c.known_reason;
     if (!c.result.skipped.empty()) cj["skipped"] = c.result.skipped;
+    if (!c.result.masked.empty()) {
+      nlohmann::ordered_json masked = nlohmann::ordered_json::array();
+      for (const MaskedDifference& m : c.result.masked) {
+        nlohmann::ordered_json mj = difference_to_json(m.difference);
+        mj["action_index"] = m.action_index ? nlohmann::ordered_json(*m.action_index) : nlohmann::ordered_json();
+        mj["action"] = m.action;
+        mj["reason"] = m.reason;
+        masked.push_back(std::move(mj));
+      }
+      cj["masked"] = std::move(masked);
+    }
     const LockstepResult& r = c.result;
     cj["actions_run"] = r.actions_run;
     if (!r.passed) {

@@ -2,8 +2,8 @@
 // machines) and JUnit XML (for CI).
 //
 // A RunReport holds the run's settings (engines, seed, case count, maximum size, mode) and one CaseReport
-// per case: passed, failed or known (a failure a known-discrepancies entry explains, known_discrepancies.h;
-// known failures are shown in their own section, never dropped). A failure carries the shrunk program, the
+// per case: passed, failed or known (an expected failure, a case whose only differences an expectation masked, or
+// one the implementation skipped; expectations.h; known cases are shown in their own section, never dropped). A failure carries the shrunk program, the
 // command line that reproduces it, and the lockstep result (first failing action, every difference of that
 // action with expected/actual/errors/bound, the free-running growth table).
 //
@@ -12,7 +12,7 @@
 //
 // Example:
 //   RunReport report{"libtorch-1.13.1", "impl", 42, 100, 20, RunMode::Lockstep, {}};
-//   report.cases.push_back(make_case_report("random-17", result, shrunk, "lockstep run --seed 42 ...", &known));
+//   report.cases.push_back(make_case_report("random-17", result, shrunk, "lockstep run --seed 42 ...", &expectations));
 //   write_file_atomically("report.md", report_markdown(report));
 //   write_file_atomically("report.json", report_json_text(report));
 //   write_file_atomically("report.xml", report_junit(report));
@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/compare/known_discrepancies.h"
+#include "conformance/compare/expectations.h"
 #include "conformance/run/lockstep_runner.h"
 #include "conformance/program/program.h"
 
@@ -60,10 +60,11 @@ struct ReportSummary {
 };
 ReportSummary summarise(const RunReport& report);
 
-// A case's report from its lockstep result: Passed, Known when `known` explains every difference of the
-// failing action (KnownDiscrepancies::explain), else Failed.
+// A case's report from its result and the expectations (expectations.h): a failure is Known when an entry without
+// fields expects the whole case to fail, else Failed; a pass is Failed (an unexpected pass) when such an entry
+// names it, Known when it had masked differences or was skipped, else Passed.
 CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
-                            std::string reproduce_command, const KnownDiscrepancies* known = nullptr);
+                            std::string reproduce_command, const Expectations* expectations = nullptr);
 
 struct ReportOptions {
   bool include_durations = false;  // off: no run-to-run variation in the files

@@ -108,7 +108,15 @@ void case_details(std::string& out, const CaseReport& c, const ReportOptions& op
   std::string heading = fmt::format("#### {} — {}", code(c.id), failure_location(r));
   if (!r.differences.empty()) heading += ": " + code(r.differences.front().path);
   out += heading + "\n\n";
-  if (c.status == CaseStatus::Known) out += fmt::format("Known discrepancy: {}\n\n", c.known_reason);
+  if (c.status == CaseStatus::Known) out += fmt::format("Known: {}\n\n", c.known_reason);
+  for (size_t i = 0; i < r.masked.size() && i < options.max_differences; ++i) {
+    const MaskedDifference& m = r.masked[i];
+    out += fmt::format("- masked at {}: {}: expected {}, actual {} — {}\n",
+                       m.action_index ? fmt::format("action {} ({})", *m.action_index, m.action) : std::string("setup"),
+                       code(m.difference.path), code(m.difference.expected_text), code(m.difference.actual_text),
+                       m.reason);
+  }
+  if (!r.masked.empty()) out += "\n";
   if (options.include_durations && c.duration_seconds)
     out += fmt::format("Duration: {:.3f} s\n\n", *c.duration_seconds);
   if (!r.engine_failure.empty()) out += "Engine failure:\n\n" + fenced(r.engine_failure, "text") + "\n";

@@ -81,28 +81,34 @@ RunReport sample_report() {
                                           "lockstep run --seed 42 --case random-1", nullptr));
   report.cases.back().duration_seconds = 1.5;
 
-  LockstepResult known = failed;
-  known.differences = {};
+  LockstepResult known;  // passed, with a difference an expectation masked (expectations.h)
+  known.oracle_engine = report.oracle_engine;
+  known.under_test_engine = report.under_test_engine;
   Difference s;
   s.kind = DifferenceKind::Structure;
   s.path = "w → grad.defined";
   s.expected_text = "false";
   s.actual_text = "true";
   s.bound = "exact";
-  known.differences.push_back(s);
-  KnownDiscrepancies list;
-  list.entries.push_back({"tutorial-*", std::string("* → grad.defined"), "the tutorial is wrong (SEM-10)"});
+  known.masked.push_back(MaskedDifference{1, "backward", s, "the tutorial is wrong (SEM-10)"});
   report.cases.push_back(make_case_report("tutorial-003", known, small_program(), "lockstep run --case tutorial-003",
-                                          &list));
+                                          nullptr));
   return report;
 }
 
-TEST(Report, CaseStatusFromKnownDiscrepancies) {
+TEST(Report, CaseStatusFromExpectations) {
   RunReport r = sample_report();
   EXPECT_EQ(r.cases[0].status, CaseStatus::Passed);
   EXPECT_EQ(r.cases[1].status, CaseStatus::Failed);
   EXPECT_EQ(r.cases[2].status, CaseStatus::Known);
-  EXPECT_EQ(r.cases[2].known_reason, "the tutorial is wrong (SEM-10)");
+  EXPECT_NE(r.cases[2].known_reason.find("the tutorial is wrong (SEM-10)"), std::string::npos);
+  // A whole-case expectation: a failure is known, a pass is an unexpected pass (a failure).
+  Expectations whole;
+  whole.entries.push_back({"random-*", {}, "fails on purpose", "implementation_bug"});
+  EXPECT_EQ(make_case_report("random-1", r.cases[1].result, std::nullopt, "", &whole).status, CaseStatus::Known);
+  CaseReport unexpected = make_case_report("random-0", LockstepResult{}, std::nullopt, "", &whole);
+  EXPECT_EQ(unexpected.status, CaseStatus::Failed);
+  EXPECT_NE(unexpected.result.engine_failure.find("remove or narrow the entry"), std::string::npos);
   ReportSummary s = summarise(r);
   EXPECT_EQ(s.total, 3u);
   EXPECT_EQ(s.passed, 1u);
@@ -152,7 +158,11 @@ TEST(Report, JsonParsesAndHoldsEverything) {
   EXPECT_EQ(failure["reproduce"], "lockstep run --seed 42 --case random-1");
   EXPECT_EQ(failure["program"].dump(), nlohmann::json::parse(program_to_json(small_program()).dump()).dump());
   EXPECT_EQ(j["cases"][2]["status"], "known");
-  EXPECT_EQ(j["cases"][2]["known_reason"], "the tutorial is wrong (SEM-10)");
+  EXPECT_EQ(j["cases"][2]["known_reason"], "1 masked difference (the tutorial is wrong (SEM-10))");
+  ASSERT_EQ(j["cases"][2]["masked"].size(), 1u);
+  EXPECT_EQ(j["cases"][2]["masked"][0]["path"], "w → grad.defined");
+  EXPECT_EQ(j["cases"][2]["masked"][0]["action_index"], 1);
+  EXPECT_EQ(j["cases"][2]["masked"][0]["reason"], "the tutorial is wrong (SEM-10)");
   EXPECT_EQ(text.back(), '\n');
 }
 
@@ -231,7 +241,7 @@ TEST(Report, JUnitIsWellFormedXmlWithFailuresAndSkips) {
   EXPECT_NE(failure.text.find("\"params\""), std::string::npos);  // the program
   ASSERT_EQ(cases[2]->children.size(), 1u);
   EXPECT_EQ(cases[2]->children[0].name, "skipped");
-  EXPECT_EQ(cases[2]->children[0].attributes.at("message"), "known discrepancy: the tutorial is wrong (SEM-10)");
+  EXPECT_EQ(cases[2]->children[0].attributes.at("message"), "known discrepancy: 1 masked difference (the tutorial is wrong (SEM-10))");
 }
 
 TEST(Report, JUnitEscapesHostileText) {

@@ -55,8 +55,9 @@ std::string safe_name(Engine& engine) {
 
 class Run {
  public:
-  Run(const Program& program, Engine& oracle, Engine& under_test, const LockstepOptions& options)
-      : program_(program), oracle_(oracle), under_test_(under_test), options_(options) {
+  Run(const Program& program, Engine& oracle, Engine& under_test, const LockstepOptions& options,
+      const FieldMask& mask)
+      : program_(program), oracle_(oracle), under_test_(under_test), options_(options), mask_(mask) {
     result_.oracle_engine = safe_name(oracle);
     result_.under_test_engine = safe_name(under_test);
     result_.mode = options.mode;
@@ -76,8 +77,8 @@ class Run {
     if (!guard(oracle_who(), "setup", [&] { expected = oracle_runner.setup(); }, std::nullopt, "init") ||
         !guard(test_who(), "setup", [&] { actual = test_runner.setup(); }, std::nullopt, "init"))
       return std::move(result_);
-    TraceComparison comparison(program_, options_.tolerance);
-    if (!compare(comparison, expected, actual, std::nullopt)) return std::move(result_);
+    TraceComparison comparison(program_, options_.tolerance, mask_);
+    if (!compare(comparison, expected, actual, std::nullopt)) return finish(comparison);
 
     for (size_t i = 0; i < program_.actions.size(); ++i) {
       const std::string name = action_name(program_.actions[i].kind);
@@ -86,9 +87,9 @@ class Run {
           !guard(test_who(), phase, [&] { actual = test_runner.run_action(i); }, i, name))
         return std::move(result_);
       result_.actions_run = i + 1;
-      if (!compare(comparison, expected, actual, i)) return std::move(result_);
+      if (!compare(comparison, expected, actual, i)) return finish(comparison);
     }
-    return std::move(result_);
+    return finish(comparison);
   }
 
  private:
@@ -96,7 +97,13 @@ class Run {
   Engine& oracle_;
   Engine& under_test_;
   const LockstepOptions& options_;
+  const FieldMask& mask_;
   LockstepResult result_;
+
+  LockstepResult finish(const TraceComparison& comparison) {
+    result_.masked = comparison.masked();
+    return std::move(result_);
+  }
   std::string oracle_who() const { return fmt::format("oracle ({})", result_.oracle_engine); }
   std::string test_who() const { return fmt::format("engine under test ({})", result_.under_test_engine); }
 
@@ -156,7 +163,7 @@ class Run {
       if (!free_running || structural) return false;
       return true;
     }
-    if (free_running) return true;
+    if (free_running || comparison.masked_structure()) return true;
     // Lockstep: structure (and numbers) agree, so re-synchronise the engine under test (SEMANTICS §9).
     const std::string phase = index ? fmt::format("synchronise() after action {} ({})", *index, action)
                                     : std::string("synchronise() after setup");
@@ -171,8 +178,8 @@ class Run {
 }  // namespace
 
 LockstepResult run_lockstep(const Program& program, Engine& oracle, Engine& under_test,
-                            const LockstepOptions& options) {
-  return Run(program, oracle, under_test, options).run();
+                            const LockstepOptions& options, const FieldMask& mask) {
+  return Run(program, oracle, under_test, options, mask).run();
 }
 
 }  // namespace lockstep

@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "conformance/compare/comparator.h"
+#include "conformance/compare/expectations.h"
+#include "conformance/compare/trace_comparison.h"
 #include "conformance/run/engine.h"
 #include "conformance/program/program.h"
 #include "conformance/compare/tolerance.h"
@@ -71,12 +73,15 @@ struct LockstepResult {
   std::string driver_stderr;
   size_t actions_run = 0;                // actions performed on both engines
   std::vector<GrowthRow> growth;         // free-running only: one row per record compared
+  std::vector<MaskedDifference> masked;  // differences the case's expectations accepted (expectations.h)
 
   // One line: "action 3 (step): w → exp_avg_sq[1,2]: expected 0.5, actual 0.50000006 (4 ulp of 0.5 (float32))".
   std::string failure_summary() const;
 };
 
+// `mask`: the case's expectations with fields (expectations.h); a masked difference does not stop the run. After
+// a masked structural difference the engine under test is no longer re-synchronised (its structure may differ).
 LockstepResult run_lockstep(const Program& program, Engine& oracle, Engine& under_test,
-                            const LockstepOptions& options = {});
+                            const LockstepOptions& options = {}, const FieldMask& mask = {});
 
 }  // namespace lockstep

@@ -14,7 +14,6 @@
 #include "conformance/run/interpreter.h"
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
-#include "conformance/compare/known_discrepancies.h"
 #include "conformance/program/program_json.h"
 
 namespace lockstep {
@@ -40,43 +39,6 @@ std::string nonempty_string(JsonObjectReader& r, const std::string& key) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& expected_failure_categories() {
-  static const std::vector<std::string> c = {"api_difference", "implementation_bug", "not_implemented",
-                                             "precision", "protocol"};
-  return c;
-}
-
-std::vector<ExpectedFailure> expected_failures_from_json(const json& doc, const std::string& file) {
-  std::vector<ExpectedFailure> out;
-  try {
-    JsonObjectReader top(doc, "", "an expected-failures file");
-    const json& list = array_from_json(top.required("expected_failures"), "/expected_failures");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string p = json_pointer_append("/expected_failures", i);
-      JsonObjectReader r(list[i], p, "an expected failure");
-      ExpectedFailure e;
-      e.id_pattern = nonempty_string(r, "id");
-      if (r.has("field")) e.field_pattern = nonempty_string(r, "field");
-      e.reason = nonempty_string(r, "reason");
-      e.category = r.string("category");
-      const auto& cats = expected_failure_categories();
-      if (std::find(cats.begin(), cats.end(), e.category) == cats.end())
-        throw JsonError(r.pointer("category"),
-                        fmt::format("unknown category '{}' (known: {})", e.category, fmt::join(cats, ", ")));
-      r.finish(true);
-      out.push_back(std::move(e));
-    }
-    top.finish(true);
-  } catch (const JsonError& e) {
-    throw InputError(file, e.pointer(), e.message());
-  }
-  return out;
-}
-
-std::vector<ExpectedFailure> read_expected_failures(const std::string& path) {
-  return expected_failures_from_json(read_json_file(path), path);
-}
 
 std::vector<ToleranceOverride> tolerance_overrides_from_json(const json& doc, const std::string& file) {
   std::vector<ToleranceOverride> out;
@@ -129,18 +91,6 @@ Tolerance ReplayConfig::tolerance_for(const std::string& id) const {
   return t;
 }
 
-const ExpectedFailure* ReplayConfig::expected_failure_for(const std::string& id,
-                                                          const std::vector<std::string>& paths) const {
-  for (const ExpectedFailure& e : expected_failures) {
-    if (!glob_match(e.id_pattern, id)) continue;
-    if (!e.field_pattern) return &e;
-    if (paths.empty()) continue;
-    if (std::all_of(paths.begin(), paths.end(), [&](const std::string& p) { return glob_match(*e.field_pattern, p); }))
-      return &e;
-  }
-  return nullptr;
-}
-
 const char* replay_status_name(ReplayStatus s) {
   switch (s) {
     case ReplayStatus::Passed: return "passed";
@@ -167,7 +117,8 @@ std::string ReplayCaseResult::summary() const {
   return s;
 }
 
-ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actual, const Tolerance& tolerance) {
+ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actual, const Tolerance& tolerance,
+                                       const FieldMask& mask) {
   ReplayCaseResult result;
   result.id = fixture.id;
   result.file = fixture.file;
@@ -183,12 +134,18 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
   try {
     // The same record-by-record comparison as a live run without re-synchronisation (trace_comparison.h):
     // every value judged where it is produced, with the error budget its inputs carry.
-    TraceComparison comparison(program, tolerance);
+    TraceComparison comparison(program, tolerance, mask);
+    struct KeepMasked {  // the masked differences go with the result, however the comparison ends
+      ReplayCaseResult& r;
+      const TraceComparison& c;
+      void operator()() const { r.masked = c.masked(); }
+    } keep_masked{result, comparison};
     std::vector<Difference> d = comparison.compare_init(expected.init, actual.init);
     if (!d.empty()) {
       result.failed_at_setup = true;
       result.failed_action_name = "init";
       result.differences = std::move(d);
+      keep_masked();
       return fail("mismatch", "");
     }
     for (size_t i = 0; i < program.actions.size(); ++i) {
@@ -200,9 +157,11 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
         result.failed_action = i;
         result.failed_action_name = action_name(program.actions[i].kind);
         result.differences = std::move(d);
+        keep_masked();
         return fail("mismatch", "");
       }
     }
+    keep_masked();
     if (actual.records.size() > program.actions.size())
       return fail("trace_shape", fmt::format("the trace has {} records for a program of {} actions",
                                              actual.records.size(), program.actions.size()));
@@ -214,22 +173,22 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
 }
 
 void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config) {
-  std::vector<std::string> paths;
-  for (const Difference& d : result.differences) paths.push_back(d.path);
-  const ExpectedFailure* e = config.expected_failure_for(result.id, paths);
-  if (result.status == ReplayStatus::Passed) {
-    // A pass is unexpected when an entry without "field" (one that expects the whole case to fail) names it;
-    // an entry with a field describes a kind of difference, and a case without that difference may pass.
-    e = nullptr;
-    for (const ExpectedFailure& x : config.expected_failures)
-      if (!x.field_pattern && glob_match(x.id_pattern, result.id)) e = &x;
+  const Expectation* e = config.expectations.whole_case(result.id);
+  if (e && result.status == ReplayStatus::Failed) {
+    result.status = ReplayStatus::ExpectedFailure;
+  } else if (e && result.status == ReplayStatus::Passed) {
+    result.status = ReplayStatus::UnexpectedPass;
+  } else if (!e && result.status == ReplayStatus::Passed && !result.masked.empty()) {
+    result.status = ReplayStatus::ExpectedFailure;
+    result.expected_reason = fmt::format("{} masked difference{}: {}", result.masked.size(),
+                                         result.masked.size() == 1 ? "" : "s", result.masked.front().reason);
+    result.expected_category = "masked";
+    return;
+  } else {
+    return;
   }
-  if (!e) return;
-  if (result.status == ReplayStatus::Failed) result.status = ReplayStatus::ExpectedFailure;
-  else if (result.status == ReplayStatus::Passed) result.status = ReplayStatus::UnexpectedPass;
-  else return;
   result.expected_reason = e->reason;
-  result.expected_category = e->category;
+  result.expected_category = e->category.empty() ? "expected" : e->category;
 }
 
 ReplayCaseResult replay_in_process(const Fixture& fixture,
@@ -240,7 +199,8 @@ ReplayCaseResult replay_in_process(const Fixture& fixture,
   try {
     std::unique_ptr<Engine> engine = make_engine();
     Trace actual = run_program(fixture.program, *engine);
-    result = compare_fixture_trace(fixture, actual, config.tolerance_for(fixture.id));
+    result = compare_fixture_trace(fixture, actual, config.tolerance_for(fixture.id),
+                                   config.expectations.mask_for(fixture.id));
   } catch (const std::exception& e) {
     result.id = fixture.id;
     result.file = fixture.file;
@@ -258,7 +218,8 @@ ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver
   DriverOutcome out = run_on_driver(driver, fixture.id, fixture.program_json);
   ReplayCaseResult result;
   if (out.kind == DriverOutcome::Kind::Trace) {
-    result = compare_fixture_trace(fixture, out.trace, config.tolerance_for(fixture.id));
+    result = compare_fixture_trace(fixture, out.trace, config.tolerance_for(fixture.id),
+                                   config.expectations.mask_for(fixture.id));
   } else {
     result.id = fixture.id;
     result.file = fixture.file;
@@ -289,11 +250,9 @@ ReplaySummary summarise(const std::vector<ReplayCaseResult>& results, const Repl
       case ReplayStatus::UnexpectedPass: ++s.unexpected_passes; break;
     }
   }
-  for (const ExpectedFailure& e : config.expected_failures) {
-    bool used = std::any_of(results.begin(), results.end(),
-                            [&](const ReplayCaseResult& r) { return glob_match(e.id_pattern, r.id); });
-    if (!used) s.stale_expectations.push_back(e.id_pattern);
-  }
+  std::vector<std::string> ids;
+  for (const ReplayCaseResult& r : results) ids.push_back(r.id);
+  s.stale_expectations = config.expectations.stale(ids);
   return s;
 }
 

@@ -37,21 +37,14 @@
 #include <vector>
 
 #include "conformance/compare/comparator.h"
+#include "conformance/compare/expectations.h"
+#include "conformance/compare/trace_comparison.h"
 #include "conformance/run/engine.h"
 #include "conformance/run/external_driver.h"
 #include "conformance/run/fixture.h"
 #include "conformance/compare/tolerance.h"
 
 namespace lockstep {
-
-struct ExpectedFailure {
-  std::string id_pattern;
-  std::optional<std::string> field_pattern;  // glob on Difference::path; absent: any failure of the case
-  std::string reason;
-  std::string category;
-};
-const std::vector<std::string>& expected_failure_categories();
-// {"api_difference", "implementation_bug", "not_implemented", "precision", "protocol"}
 
 struct ToleranceOverride {
   std::string id_pattern;
@@ -60,21 +53,16 @@ struct ToleranceOverride {
 };
 
 // Strict readers; throw InputError(file, pointer, message).
-std::vector<ExpectedFailure> read_expected_failures(const std::string& path);
-std::vector<ExpectedFailure> expected_failures_from_json(const nlohmann::ordered_json& doc, const std::string& file);
 std::vector<ToleranceOverride> read_tolerance_overrides(const std::string& path);
 std::vector<ToleranceOverride> tolerance_overrides_from_json(const nlohmann::ordered_json& doc,
                                                              const std::string& file);
 
 struct ReplayConfig {
   Tolerance tolerance;                         // before overrides
-  std::vector<ExpectedFailure> expected_failures;
+  Expectations expectations;                   // expectations.h: masks and expected failures
   std::vector<ToleranceOverride> tolerance_overrides;
 
   Tolerance tolerance_for(const std::string& id) const;
-  // The first entry whose id matches and (when it has a field) whose field matches every path.
-  const ExpectedFailure* expected_failure_for(const std::string& id,
-                                              const std::vector<std::string>& paths = {}) const;
 };
 
 enum class ReplayStatus { Passed, Failed, Skipped, ExpectedFailure, UnexpectedPass };
@@ -91,6 +79,7 @@ struct ReplayCaseResult {
   std::optional<size_t> failed_action;   // the first record with a difference
   std::string failed_action_name;
   std::vector<Difference> differences;   // every difference of that record
+  std::vector<MaskedDifference> masked;  // differences an expectation accepted (the comparison went on)
   // Skipped: the feature the driver does not support.
   std::string skipped_feature;
   // Matched expected-failure entry (ExpectedFailure / UnexpectedPass).
@@ -104,7 +93,9 @@ struct ReplayCaseResult {
 
 // Compares `actual` with the fixture's expected trace (no re-synchronisation); fills status Passed/Failed,
 // failed_action, differences. Never throws.
-ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actual, const Tolerance& tolerance);
+// `mask`: the fixture's masks (expectations.h).
+ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actual, const Tolerance& tolerance,
+                                       const FieldMask& mask = {});
 
 // Runs the fixture's program on a fresh engine from `make_engine` and compares; applies the config
 // (tolerance overrides, expected failures). An exception out of the engine is a failure, not a crash.
@@ -114,12 +105,13 @@ ReplayCaseResult replay_in_process(const Fixture& fixture, const std::function<s
 // Sends the fixture's program to the driver and compares its trace; "unsupported" gives Skipped.
 ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config);
 
-// Applies the expected-failure entries to a result (Failed -> ExpectedFailure, Passed -> UnexpectedPass).
+// Applies the whole-case expectations to a result (Failed -> ExpectedFailure, Passed -> UnexpectedPass); a pass
+// with masked differences becomes ExpectedFailure (known) with the first mask's reason.
 void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config);
 
 struct ReplaySummary {
   int passed = 0, failed = 0, skipped = 0, expected_failures = 0, unexpected_passes = 0;
-  std::vector<std::string> stale_expectations;  // expected-failure patterns that matched no fixture
+  std::vector<std::string> stale_expectations;  // expectation id patterns that matched no fixture
   bool ok() const { return failed == 0 && unexpected_passes == 0; }
 };
 ReplaySummary summarise(const std::vector<ReplayCaseResult>& results, const ReplayConfig& config);

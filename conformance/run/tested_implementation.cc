@@ -13,12 +13,16 @@
 namespace lockstep {
 
 LockstepResult compare_recorded_traces(const Program& program, const Trace& expected, const Trace& actual,
-                                       const Tolerance& tolerance) {
+                                       const Tolerance& tolerance, const FieldMask& mask) {
   LockstepResult r;
   r.oracle_engine = expected.engine;
   r.under_test_engine = actual.engine;
   r.mode = RunMode::FreeRunning;
-  TraceComparison comparison(program, tolerance);
+  TraceComparison comparison(program, tolerance, mask);
+  auto done = [&]() -> LockstepResult {
+    r.masked = comparison.masked();
+    return std::move(r);
+  };
   auto record = [&](std::optional<size_t> index, const std::string& action, std::vector<Difference> d,
                     const ErrorStats& stats) {
     r.growth.push_back(GrowthRow{index, action, stats});
@@ -39,7 +43,7 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
   };
   ErrorStats stats;
   if (!record(std::nullopt, "init", comparison.compare_init(expected.init, actual.init, &stats), stats))
-    return r;
+    return done();
   for (size_t i = 0; i < program.actions.size(); ++i) {
     const std::string name = action_name(program.actions[i].kind);
     if (i >= actual.records.size() || i >= expected.records.size()) {
@@ -50,19 +54,19 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
       }
       r.engine_failure = fmt::format("the trace has {} records for a program of {} actions", actual.records.size(),
                                      program.actions.size());
-      return r;
+      return done();
     }
     stats = ErrorStats{};
     r.actions_run = i + 1;
     if (!record(i, name, comparison.compare_action(i, expected.records[i], actual.records[i], &stats), stats))
-      return r;
+      return done();
   }
   if (actual.records.size() > program.actions.size() && r.passed) {
     r.passed = false;
     r.engine_failure = fmt::format("the trace has {} records for a program of {} actions", actual.records.size(),
                                    program.actions.size());
   }
-  return r;
+  return done();
 }
 
 namespace {
@@ -80,10 +84,10 @@ class InProcess : public TestedImplementation {
   std::string name() override { return make_under_test_()->name(); }
   RunMode mode() const override { return options_.mode; }
 
-  LockstepResult run(const std::string&, const Program& program) override {
+  LockstepResult run(const std::string&, const Program& program, const FieldMask& mask) override {
     auto oracle = make_oracle_();
     auto under_test = make_under_test_();
-    return run_lockstep(program, *oracle, *under_test, options_);
+    return run_lockstep(program, *oracle, *under_test, options_, mask);
   }
 
   std::optional<Trace> trace(const std::string&, const Program& program, std::string& why) override {
@@ -109,7 +113,7 @@ class Driver : public TestedImplementation {
   std::string name() override { return driver_.command(); }
   RunMode mode() const override { return RunMode::FreeRunning; }
 
-  LockstepResult run(const std::string& id, const Program& program) override {
+  LockstepResult run(const std::string& id, const Program& program, const FieldMask& mask) override {
     LockstepResult r;
     r.mode = RunMode::FreeRunning;
     r.under_test_engine = driver_.command();
@@ -134,7 +138,7 @@ class Driver : public TestedImplementation {
       r.engine_failure = why;
       return r;
     }
-    LockstepResult compared = compare_recorded_traces(program, expected, *actual, tolerance_);
+    LockstepResult compared = compare_recorded_traces(program, expected, *actual, tolerance_, mask);
     compared.oracle_engine = r.oracle_engine;
     compared.under_test_engine = driver_.command();
     if (!compared.passed && !stderr_excerpt_.empty())

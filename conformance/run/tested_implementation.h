@@ -33,7 +33,8 @@ class TestedImplementation {
   virtual RunMode mode() const = 0;
   // `program` against a fresh oracle; `id` names it to a driver. A program the implementation declines
   // (a driver's "unsupported") passes with LockstepResult::skipped set.
-  virtual LockstepResult run(const std::string& id, const Program& program) = 0;
+  // `mask`: the case's masks (expectations.h).
+  virtual LockstepResult run(const std::string& id, const Program& program, const FieldMask& mask = {}) = 0;
   // The trace of `program` alone (the claims of named cases are checked on it); nullopt, with `why`, when
   // the implementation gave none.
   virtual std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) = 0;
@@ -50,6 +51,6 @@ std::unique_ptr<TestedImplementation> driver_implementation(EngineFactory make_o
 // Two recorded traces of `program` compared as in free-running mode (lockstep_runner.h): every record, the
 // first failing one reported, a structural difference stops the comparison, growth rows per record.
 LockstepResult compare_recorded_traces(const Program& program, const Trace& expected, const Trace& actual,
-                                       const Tolerance& tolerance);
+                                       const Tolerance& tolerance, const FieldMask& mask = {});
 
 }  // namespace lockstep

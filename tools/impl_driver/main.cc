@@ -9,7 +9,8 @@
 //
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
 //   lockstep-impl-driver --unsupported amsgrad      # answers "unsupported" for programs tagged amsgrad
-//   lockstep-impl-driver --variant unfused          # a legitimate variant of impl (tools/variants/variants.h)
+//   lockstep-impl-driver --variant unfused          # a legitimate variant (tools/variants/variants.h)
+//   lockstep-impl-driver --mutant zero_grad_noop    # a deliberate bug of impl (impl/mutants.h)
 //
 // Options (for tests of the harness): --unsupported TAG (repeatable) answers {"unsupported": TAG} for any
 // program whose feature tags (conformance/run/fixture.h) include TAG; --variant NAME runs every program on
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   using namespace lockstep;
   std::vector<std::string> unsupported;
   std::string variant;  // empty: impl itself
+  std::string mutant;   // empty: none (impl/mutants.h)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--unsupported") == 0 && i + 1 < argc) {
       unsupported.push_back(argv[++i]);
@@ -43,8 +45,16 @@ int main(int argc, char** argv) {
         std::cerr << "lockstep-impl-driver: " << e.what() << "\n";
         return 2;
       }
+    } else if (std::strcmp(argv[i], "--mutant") == 0 && i + 1 < argc) {
+      mutant = argv[++i];
+      try {
+        make_impl_engine(mutant);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "lockstep-impl-driver: " << e.what() << "\n";
+        return 2;
+      }
     } else {
-      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]... [--variant NAME]\n"
+      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]... [--variant NAME | --mutant NAME]\n"
                    "Speaks the lockstep driver protocol (fixtures/PROTOCOL.md) on stdin/stdout.\n"
                    "Variants: " << variant_names_joined() << "\n";
       return 2;
@@ -88,7 +98,7 @@ int main(int argc, char** argv) {
     if (!skip.empty()) {
       answer["unsupported"] = skip;
     } else {
-      std::unique_ptr<Engine> engine = variant.empty() ? make_impl_engine() : make_variant_engine(variant);
+      std::unique_ptr<Engine> engine = variant.empty() ? make_impl_engine(mutant) : make_variant_engine(variant);
       answer["trace"] = trace_to_json(run_program(program, *engine));
     }
     std::cout << answer.dump() << "\n" << std::flush;

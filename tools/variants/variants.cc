@@ -50,7 +50,9 @@ TensorValue zeros_like(const TensorValue& v) {
   return z;
 }
 
-double round_to(double x, DType dtype) { return dtype == DType::Float32 ? static_cast<double>(static_cast<float>(x)) : x; }
+double round_to(double x, DType dtype) {
+  return dtype == DType::Float32 ? static_cast<double>(static_cast<float>(x)) : x;
+}
 
 // The neighbour of x one ULP away in its dtype, up or down; x itself where that would leave the finite range.
 double one_ulp(double x, DType dtype, bool up) {
@@ -87,7 +89,8 @@ void propagate_to_aliases(const EngineState& before, const EngineState& impl_aft
   for (size_t h = 0; h < after.handles.size() && h < impl_after.handles.size(); ++h) {
     const HandleObservation& now = impl_after.handles[h];
     const HandleObservation* then = before.handle(now.name);
-    if (!now.defined || !then || !then->defined || !same_layout(then->value, now.value) || then->value == now.value)
+    if (!now.defined || !then || !then->defined || !same_layout(then->value, now.value) ||
+        then->value == now.value)
       continue;
     for (size_t j = 0; j < impl_after.params.size(); ++j) {
       const ParamObservation& pa = impl_after.params[j];
@@ -129,7 +132,9 @@ class VariantEngine : public Engine {
   void backward(const BackwardArgs& args) override { inner_->backward(args); }
   void zero_grad(bool set_to_none) override { inner_->zero_grad(set_to_none); }
   void set_grad_none(const std::string& param) override { inner_->set_grad_none(param); }
-  void hold_grad(const std::string& param, const std::string& handle) override { inner_->hold_grad(param, handle); }
+  void hold_grad(const std::string& param, const std::string& handle) override {
+    inner_->hold_grad(param, handle);
+  }
   void step() override { inner_->step(); }
   void set_group_options(int group, const OptimizerOptions& changes) override {
     inner_->set_group_options(group, changes);
@@ -181,7 +186,8 @@ class VariantEngine : public Engine {
   std::string name_;
   std::unique_ptr<Engine> inner_;
   OptimizerKind kind_ = OptimizerKind::SGD;
-  std::map<std::string, bool> unchanged_;  // per parameter: its grad kept its identity since the last observe()
+  // Per parameter: its grad kept its identity at every observation since the last observe().
+  std::map<std::string, bool> unchanged_;
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -191,9 +197,12 @@ enum class Arithmetic { Unfused, Reciprocal, SqrtRatio };
 
 const char* arithmetic_name(Arithmetic a) {
   switch (a) {
-    case Arithmetic::Unfused: return "unfused";
-    case Arithmetic::Reciprocal: return "reciprocal";
-    case Arithmetic::SqrtRatio: return "sqrt-ratio";
+    case Arithmetic::Unfused:
+      return "unfused";
+    case Arithmetic::Reciprocal:
+      return "reciprocal";
+    case Arithmetic::SqrtRatio:
+      return "sqrt-ratio";
   }
   return "?";
 }
@@ -213,23 +222,23 @@ void sgd_elements(Arithmetic a, const SgdLine& o, std::vector<double>& p, const 
   const T one_minus_dampening = static_cast<T>(1 - o.dampening), neg_lr = static_cast<T>(-o.lr);
   for (size_t i = 0; i < p.size(); ++i) {
     T param = static_cast<T>(p[i]);
-    T d = static_cast<T>(grad[i]);                              // d = p.grad
-    if (o.weight_decay_on) d = unfused ? d + wd * param : std::fma(wd, param, d);   // d + weight_decay * p
+    T d = static_cast<T>(grad[i]);                                                 // d = p.grad
+    if (o.weight_decay_on) d = unfused ? d + wd * param : std::fma(wd, param, d);  // d + weight_decay * p
     if (o.momentum_on) {
       T b;
       if (o.first) {
-        b = d;                                                  // buf = copy of d (no dampening)
+        b = d;  // buf = copy of d (no dampening)
       } else {
-        T kept = static_cast<T>((*buf)[i]) * mom;               // buf * momentum + (1 - dampening) * d
+        T kept = static_cast<T>((*buf)[i]) * mom;  // buf * momentum + (1 - dampening) * d
         b = unfused ? kept + one_minus_dampening * d : std::fma(one_minus_dampening, d, kept);
       }
       (*buf)[i] = b;
-      d = o.nesterov ? (unfused ? d + mom * b : std::fma(mom, b, d)) : b;   // d + momentum * buf, or buf
+      d = o.nesterov ? (unfused ? d + mom * b : std::fma(mom, b, d)) : b;  // d + momentum * buf, or buf
     }
     if (a == Arithmetic::SqrtRatio) {
-      param = std::fma(neg_lr, d, param);                       // p - lr * d, fused as impl
+      param = std::fma(neg_lr, d, param);  // p - lr * d, fused as impl
     } else {
-      T step = neg_lr * d;                                      // p + (-lr) * d: the multiply, then the add
+      T step = neg_lr * d;  // p + (-lr) * d: the multiply, then the add
       param = param + step;
     }
     p[i] = param;
@@ -245,21 +254,23 @@ struct AdamLine {
 // max_exp_avg_sq) stops after the decay and the moments.
 template <class T>
 void adam_elements(Arithmetic a, const AdamLine& o, std::vector<double>& p, const std::vector<double>& grad,
-                   std::vector<double>& exp_avg, std::vector<double>& exp_avg_sq, std::vector<double>* max_sq) {
+                   std::vector<double>& exp_avg, std::vector<double>& exp_avg_sq,
+                   std::vector<double>* max_sq) {
   const bool unfused = a == Arithmetic::Unfused;
   const T decay_factor = static_cast<T>(1 - o.lr * o.decoupled), l2 = static_cast<T>(o.l2);
   const T beta1 = static_cast<T>(o.beta1), one_minus_beta1 = static_cast<T>(1 - o.beta1);
   const T beta2 = static_cast<T>(o.beta2), one_minus_beta2 = static_cast<T>(1 - o.beta2);
-  const T eps = static_cast<T>(o.eps), bc2 = static_cast<T>(o.bc2), sqrt_bc2 = static_cast<T>(std::sqrt(o.bc2));
+  const T eps = static_cast<T>(o.eps), bc2 = static_cast<T>(o.bc2),
+          sqrt_bc2 = static_cast<T>(std::sqrt(o.bc2));
   const T step_size = static_cast<T>(o.lr / o.bc1);
   for (size_t i = 0; i < p.size(); ++i) {
     T param = static_cast<T>(p[i]);
-    if (o.decoupled_on) param = param * decay_factor;          // AdamW: p * (1 - lr * weight_decay), first
+    if (o.decoupled_on) param = param * decay_factor;  // AdamW: p * (1 - lr * weight_decay), first
     T g = static_cast<T>(grad[i]);
-    if (o.l2_on) g = unfused ? g + l2 * param : std::fma(l2, param, g);   // Adam: g + weight_decay * p
-    T m_kept = static_cast<T>(exp_avg[i]) * beta1;              // exp_avg * beta1 + (1 - beta1) * g
+    if (o.l2_on) g = unfused ? g + l2 * param : std::fma(l2, param, g);  // Adam: g + weight_decay * p
+    T m_kept = static_cast<T>(exp_avg[i]) * beta1;                       // exp_avg * beta1 + (1 - beta1) * g
     T m = unfused ? m_kept + one_minus_beta1 * g : std::fma(one_minus_beta1, g, m_kept);
-    T v_kept = static_cast<T>(exp_avg_sq[i]) * beta2;           // exp_avg_sq * beta2 + (1 - beta2) * g * g
+    T v_kept = static_cast<T>(exp_avg_sq[i]) * beta2;  // exp_avg_sq * beta2 + (1 - beta2) * g * g
     T v_scaled = one_minus_beta2 * g;
     T v = unfused ? v_kept + v_scaled * g : std::fma(v_scaled, g, v_kept);
     exp_avg[i] = m;
@@ -269,23 +280,23 @@ void adam_elements(Arithmetic a, const AdamLine& o, std::vector<double>& p, cons
       continue;
     }
     T second = v;
-    if (max_sq) {                                               // max(max_exp_avg_sq, exp_avg_sq), NaN propagates
+    if (max_sq) {  // max(max_exp_avg_sq, exp_avg_sq), NaN propagates
       T old_max = static_cast<T>((*max_sq)[i]);
       second = (v > old_max || v != v) ? v : old_max;
       (*max_sq)[i] = second;
     }
     T update;
     if (a == Arithmetic::SqrtRatio) {
-      T denom = std::sqrt(second / bc2) + eps;                  // sqrt(v / bc2) + eps
-      update = (m / denom) * step_size;                         // (exp_avg / denom) * (lr / bc1)
+      T denom = std::sqrt(second / bc2) + eps;  // sqrt(v / bc2) + eps
+      update = (m / denom) * step_size;         // (exp_avg / denom) * (lr / bc1)
     } else {
       T root = std::sqrt(second);
-      T denom = root / sqrt_bc2 + eps;                          // sqrt(v) / sqrt(bc2) + eps
+      T denom = root / sqrt_bc2 + eps;  // sqrt(v) / sqrt(bc2) + eps
       if (a == Arithmetic::Reciprocal) {
         T inverse = T(1) / denom;
-        update = step_size * (m * inverse);                     // (lr / bc1) * (exp_avg * (1 / denom))
+        update = step_size * (m * inverse);  // (lr / bc1) * (exp_avg * (1 / denom))
       } else {
-        update = (step_size * m) / denom;                       // ((lr / bc1) * exp_avg) / denom
+        update = (step_size * m) / denom;  // ((lr / bc1) * exp_avg) / denom
       }
     }
     p[i] = param - update;
@@ -303,7 +314,8 @@ struct Replayed {
 // of a parameter in it (twice in a group: twice, SEM-7.4), parameters with an undefined grad skipped
 // (SEM-4.3). Returns true when it stopped where impl's step fails (an amsgrad group over Adam state created
 // without max_exp_avg_sq: step counted, decay and moments done, nothing after; impl/adam.cc).
-bool replay_step(Arithmetic a, OptimizerKind kind, const EngineState& before, std::map<std::string, Replayed>& ps) {
+bool replay_step(Arithmetic a, OptimizerKind kind, const EngineState& before,
+                 std::map<std::string, Replayed>& ps) {
   for (const GroupObservation& group : before.groups) {
     const OptimizerOptions& o = group.options;
     for (const std::string& name : group.params) {
@@ -312,7 +324,8 @@ bool replay_step(Arithmetic a, OptimizerKind kind, const EngineState& before, st
       Replayed& r = it->second;
       if (!r.grad || !r.grad->defined) continue;
       const std::vector<double>& grad = r.grad->value.data;
-      if (grad.size() != r.value.data.size()) throw std::logic_error("variant: grad of '" + name + "' has another size");
+      if (grad.size() != r.value.data.size())
+        throw std::logic_error("variant: grad of '" + name + "' has another size");
       const bool f32 = r.value.dtype == DType::Float32;
       if (kind == OptimizerKind::SGD) {
         SgdLine line{};
@@ -323,14 +336,16 @@ bool replay_step(Arithmetic a, OptimizerKind kind, const EngineState& before, st
         line.weight_decay_on = line.weight_decay != 0;
         line.momentum_on = line.momentum != 0;
         line.nesterov = line.momentum_on && o.nesterov.value_or(false);  // SEM-5.2: ignored without momentum
-        if (line.momentum_on && !r.state.exists) {  // created lazily (SEM-5.3)
+        if (line.momentum_on && !r.state.exists) {                       // created lazily (SEM-5.3)
           r.state.exists = true;
           r.state.momentum_buffer = zeros_like(r.value);
           line.first = true;
         }
         std::vector<double>* buf = line.momentum_on ? &r.state.momentum_buffer->data : nullptr;
-        if (f32) sgd_elements<float>(a, line, r.value.data, grad, buf);
-        else sgd_elements<double>(a, line, r.value.data, grad, buf);
+        if (f32)
+          sgd_elements<float>(a, line, r.value.data, grad, buf);
+        else
+          sgd_elements<double>(a, line, r.value.data, grad, buf);
         continue;
       }
       const bool amsgrad = o.amsgrad.value_or(false);
@@ -348,27 +363,36 @@ bool replay_step(Arithmetic a, OptimizerKind kind, const EngineState& before, st
       line.beta2 = o.betas ? o.betas->second : 0.999;
       line.eps = o.eps.value_or(0);
       const double weight_decay = o.weight_decay.value_or(0);
-      if (kind == OptimizerKind::AdamW) line.decoupled = weight_decay;
-      else line.l2 = weight_decay;
+      if (kind == OptimizerKind::AdamW)
+        line.decoupled = weight_decay;
+      else
+        line.l2 = weight_decay;
       line.l2_on = line.l2 != 0;
       line.decoupled_on = line.decoupled != 0;
       line.bc1 = 1 - std::pow(line.beta1, static_cast<double>(step));  // double (SEM-1.3)
       line.bc2 = 1 - std::pow(line.beta2, static_cast<double>(step));
       line.moments_only = amsgrad && !r.state.max_exp_avg_sq;
-      std::vector<double>* max_sq = amsgrad && r.state.max_exp_avg_sq ? &r.state.max_exp_avg_sq->data : nullptr;
-      if (f32) adam_elements<float>(a, line, r.value.data, grad, r.state.exp_avg->data, r.state.exp_avg_sq->data, max_sq);
-      else adam_elements<double>(a, line, r.value.data, grad, r.state.exp_avg->data, r.state.exp_avg_sq->data, max_sq);
+      std::vector<double>* max_sq =
+          amsgrad && r.state.max_exp_avg_sq ? &r.state.max_exp_avg_sq->data : nullptr;
+      if (f32)
+        adam_elements<float>(a, line, r.value.data, grad, r.state.exp_avg->data, r.state.exp_avg_sq->data,
+                             max_sq);
+      else
+        adam_elements<double>(a, line, r.value.data, grad, r.state.exp_avg->data, r.state.exp_avg_sq->data,
+                              max_sq);
       if (line.moments_only) return true;
     }
   }
   return false;
 }
 
-void copy_numbers(const std::optional<TensorValue>& from, std::optional<TensorValue>& to, const std::string& what) {
+void copy_numbers(const std::optional<TensorValue>& from, std::optional<TensorValue>& to,
+                  const std::string& what) {
   if (from.has_value() != to.has_value())
     throw std::logic_error("variant: " + what + " exists in one of impl's step and the replay only");
   if (from) {
-    if (!same_layout(*from, *to)) throw std::logic_error("variant: " + what + " has another layout in the replay");
+    if (!same_layout(*from, *to))
+      throw std::logic_error("variant: " + what + " has another layout in the replay");
     to->data = from->data;
   }
 }
@@ -384,13 +408,16 @@ class StepVariant : public VariantEngine {
              for (const ParamObservation& p : before.params) ps[p.name] = Replayed{p.value, p.state, &p.grad};
              const bool stopped = replay_step(arithmetic_, kind(), before, ps);
              if (failed && !stopped) return false;  // impl failed before any number (no optimizer, ...)
-             if (stopped && !failed) throw std::logic_error("variant: the replayed step fails where impl's does not");
+             if (stopped && !failed)
+               throw std::logic_error("variant: the replayed step fails where impl's does not");
              for (ParamObservation& p : after.params) {
                const Replayed& r = ps.at(p.name);
-               if (!same_layout(r.value, p.value)) throw std::logic_error("variant: '" + p.name + "' changed layout");
+               if (!same_layout(r.value, p.value))
+                 throw std::logic_error("variant: '" + p.name + "' changed layout");
                p.value.data = r.value.data;
                if (r.state.exists != p.state.exists || r.state.step != p.state.step)
-                 throw std::logic_error("variant: the replayed state of '" + p.name + "' differs from impl's in structure");
+                 throw std::logic_error("variant: the replayed state of '" + p.name +
+                                        "' differs from impl's in structure");
                copy_numbers(r.state.momentum_buffer, p.state.momentum_buffer, p.name + ".momentum_buffer");
                copy_numbers(r.state.exp_avg, p.state.exp_avg, p.name + ".exp_avg");
                copy_numbers(r.state.exp_avg_sq, p.state.exp_avg_sq, p.name + ".exp_avg_sq");
@@ -415,7 +442,9 @@ class UlpNoise : public VariantEngine {
   void forward(const Expr& loss, bool no_grad) override {
     noisy(ActionKind::Forward, [&] { inner().forward(loss, no_grad); });
   }
-  void backward(const BackwardArgs& args) override { noisy(ActionKind::Backward, [&] { inner().backward(args); }); }
+  void backward(const BackwardArgs& args) override {
+    noisy(ActionKind::Backward, [&] { inner().backward(args); });
+  }
   void zero_grad(bool set_to_none) override {
     noisy(ActionKind::ZeroGrad, [&] { inner().zero_grad(set_to_none); });
   }
@@ -425,7 +454,9 @@ class UlpNoise : public VariantEngine {
   void hold_grad(const std::string& param, const std::string& handle) override {
     noisy(ActionKind::HoldGrad, [&] { inner().hold_grad(param, handle); });
   }
-  void step() override { noisy(ActionKind::Step, [&] { inner().step(); }); }
+  void step() override {
+    noisy(ActionKind::Step, [&] { inner().step(); });
+  }
   void set_group_options(int group, const OptimizerOptions& changes) override {
     noisy(ActionKind::SetOptions, [&] { inner().set_group_options(group, changes); });
   }
@@ -445,28 +476,35 @@ class UlpNoise : public VariantEngine {
         const ParamObservation* b = before.param(p.name);
         any |= nudge(action, p.name + ".value", b ? &b->value : nullptr, p.value);
         if (p.grad.defined)
-          any |= nudge(action, p.name + ".grad", b && b->grad.defined ? &b->grad.value : nullptr, p.grad.value);
+          any |=
+              nudge(action, p.name + ".grad", b && b->grad.defined ? &b->grad.value : nullptr, p.grad.value);
         OptimizerStateObservation& s = p.state;
-        auto before_of = [&](std::optional<TensorValue> OptimizerStateObservation::*field) -> const TensorValue* {
+        auto before_of =
+            [&](std::optional<TensorValue> OptimizerStateObservation::*field) -> const TensorValue* {
           return b && (b->state.*field) ? &*(b->state.*field) : nullptr;
         };
         if (s.momentum_buffer) {
           // A first step without weight decay copies the grad into the buffer: a copy rounds nothing.
           const ParamObservation* ia = impl_after.param(p.name);
           const TensorValue* copy_of = ia && ia->grad.defined ? &ia->grad.value : nullptr;
-          any |= nudge(action, p.name + ".momentum_buffer", before_of(&OptimizerStateObservation::momentum_buffer),
-                       *s.momentum_buffer, copy_of);
+          any |= nudge(action, p.name + ".momentum_buffer",
+                       before_of(&OptimizerStateObservation::momentum_buffer), *s.momentum_buffer, copy_of);
         }
-        if (s.exp_avg) any |= nudge(action, p.name + ".exp_avg", before_of(&OptimizerStateObservation::exp_avg), *s.exp_avg);
+        if (s.exp_avg)
+          any |=
+              nudge(action, p.name + ".exp_avg", before_of(&OptimizerStateObservation::exp_avg), *s.exp_avg);
         const TensorValue* impl_sq = nullptr;
-        if (const ParamObservation* ia = impl_after.param(p.name); ia && ia->state.exp_avg_sq) impl_sq = &*ia->state.exp_avg_sq;
+        if (const ParamObservation* ia = impl_after.param(p.name); ia && ia->state.exp_avg_sq)
+          impl_sq = &*ia->state.exp_avg_sq;
         if (s.exp_avg_sq)
-          any |= nudge(action, p.name + ".exp_avg_sq", before_of(&OptimizerStateObservation::exp_avg_sq), *s.exp_avg_sq);
+          any |= nudge(action, p.name + ".exp_avg_sq", before_of(&OptimizerStateObservation::exp_avg_sq),
+                       *s.exp_avg_sq);
         if (s.max_exp_avg_sq && s.exp_avg_sq && impl_sq && same_layout(*s.max_exp_avg_sq, *impl_sq)) {
           // max(max_exp_avg_sq, exp_avg_sq) rounds nothing: where it took exp_avg_sq it takes the nudged one.
           const TensorValue* old = before_of(&OptimizerStateObservation::max_exp_avg_sq);
           for (size_t i = 0; i < s.max_exp_avg_sq->data.size(); ++i) {
-            if (changed_at(old, *s.max_exp_avg_sq, i) && same_number(s.max_exp_avg_sq->data[i], impl_sq->data[i])) {
+            if (changed_at(old, *s.max_exp_avg_sq, i) &&
+                same_number(s.max_exp_avg_sq->data[i], impl_sq->data[i])) {
               s.max_exp_avg_sq->data[i] = s.exp_avg_sq->data[i];
               any = true;
             }
@@ -561,7 +599,8 @@ class DoubleAccumulate : public VariantEngine {
   void backward(const BackwardArgs& args) override {
     around([&] { inner().backward(args); },
            [&](const EngineState& before, const EngineState&, EngineState& after, bool failed) {
-             if (failed) shadow_.reset();  // the graphs may have parted: impl's numbers until the next forward
+             if (failed)
+               shadow_.reset();  // the graphs may have parted: impl's numbers until the next forward
              if (failed || !shadow_) return false;
              EngineState target = shadow_->observe();
              for (ParamObservation& p : target.params) {
@@ -622,8 +661,10 @@ class DoubleAccumulate : public VariantEngine {
 
 const std::vector<VariantInfo>& variant_catalogue() {
   static const std::vector<VariantInfo> catalogue = {
-      {"unfused", "every SGD/Adam/AdamW line rounded multiply by multiply and add by add (impl fuses with std::fma)"},
-      {"reciprocal", "Adam/AdamW p - (lr/bc1) * (exp_avg * (1/denom)); SGD p + (-lr)*d as a multiply then an add"},
+      {"unfused",
+       "every SGD/Adam/AdamW line rounded multiply by multiply and add by add (impl fuses with std::fma)"},
+      {"reciprocal",
+       "Adam/AdamW p - (lr/bc1) * (exp_avg * (1/denom)); SGD p + (-lr)*d as a multiply then an add"},
       {"sqrt-ratio", "Adam/AdamW denom = sqrt(v / bc2) + eps and update (exp_avg / denom) * (lr/bc1)"},
       {"ulp-noise", "every number an action changed moves one ULP up or down (deterministic hash)"},
       {"double-accumulate", "forward and backward of float32 programs computed in float64, rounded once"},

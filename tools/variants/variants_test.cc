@@ -4,8 +4,10 @@
 #include "tools/variants/variants.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,10 +17,9 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
-
 #include "conformance/compare/tolerance.h"
 #include "conformance/generate/generators.h"
+#include "conformance/generate/shrink.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
 #include "conformance/run/interpreter.h"
@@ -72,7 +73,8 @@ Action zero_grad(bool set_to_none = false) {
 std::vector<Action> training_loop(int steps) {
   std::vector<Action> actions;
   for (int i = 0; i < steps; ++i) {
-    for (ActionKind k : {ActionKind::Forward, ActionKind::Backward, ActionKind::Step}) actions.push_back(act(k));
+    for (ActionKind k : {ActionKind::Forward, ActionKind::Backward, ActionKind::Step})
+      actions.push_back(act(k));
     actions.push_back(zero_grad());
   }
   return actions;
@@ -189,10 +191,23 @@ Program handles_program(DType dtype) {
   Action hold_b = hold;
   hold_b.param = "B";
   hold_b.handle = "gB";
-  p.actions = {act(ActionKind::Forward), retain, hold, hold_b, retain,  act(ActionKind::Backward),
+  p.actions = {act(ActionKind::Forward),
+               retain,
+               hold,
+               hold_b,
+               retain,
+               act(ActionKind::Backward),
                act(ActionKind::Backward),  // through the freed graph: fails
-               act(ActionKind::Step), zero_grad(), act(ActionKind::Forward), create, hold, create,
-               act(ActionKind::Step), zero_grad(true), act(ActionKind::Forward), act(ActionKind::Backward),
+               act(ActionKind::Step),
+               zero_grad(),
+               act(ActionKind::Forward),
+               create,
+               hold,
+               create,
+               act(ActionKind::Step),
+               zero_grad(true),
+               act(ActionKind::Forward),
+               act(ActionKind::Backward),
                act(ActionKind::Step)};
   return p;
 }
@@ -202,9 +217,11 @@ Program handles_program(DType dtype) {
 Program reductions_program() {
   const DType f = DType::Float32;
   Program p;
-  p.params = {param_spec("A", f, {16, 32}, 11), param_spec("E", f, {10, 32}, 12), param_spec("c", f, {32}, 13)};
-  ExprPtr h = unary(Op::Tanh, binary(Op::Matmul, param("A"), binary(Op::Matmul, const_tensor(f, {32, 8}, 14),
-                                                                        const_tensor(f, {8, 32}, 15))));
+  p.params = {param_spec("A", f, {16, 32}, 11), param_spec("E", f, {10, 32}, 12),
+              param_spec("c", f, {32}, 13)};
+  ExprPtr h =
+      unary(Op::Tanh, binary(Op::Matmul, param("A"),
+                             binary(Op::Matmul, const_tensor(f, {32, 8}, 14), const_tensor(f, {8, 32}, 15))));
   ExprPtr emb = embedding(param("E"), {0, 3, 3, 7, 9, 1, 0, 0, 5, 2, 3, 8, 6, 4, 3, 9});
   ExprPtr logits = add(mul(h, emb), mul(param("A"), param("A")));
   ExprPtr ce = cross_entropy(logits, {0, 5, 7, 31, 2, 2, 9, 30, 1, 0, 4, 4, 17, 18, 3, 21});
@@ -246,7 +263,8 @@ std::vector<Named> hand_programs() {
 
 // The hand-written programs on which a variant must compute at least one number differently from impl.
 std::vector<std::string> should_differ_on(const std::string& variant) {
-  if (variant == "unfused") return {"sgd-f32", "sgd-f64", "adam-f32", "adamw-amsgrad-f64", "amsgrad-late-adam-f32"};
+  if (variant == "unfused")
+    return {"sgd-f32", "sgd-f64", "adam-f32", "adamw-amsgrad-f64", "amsgrad-late-adam-f32"};
   if (variant == "reciprocal") return {"sgd-f32", "adam-f32", "adam-f64", "adamw-f32"};
   if (variant == "sqrt-ratio") return {"adam-f32", "adam-amsgrad-f64", "adamw-f32"};
   if (variant == "ulp-noise") return {"sgd-f64", "adam-f32", "handles-f32", "reductions-f32"};
@@ -313,11 +331,13 @@ std::vector<std::string> structure_differences(const Trace& a, const Trace& b) {
     if (x.data.size() != y.data.size()) return;
     for (size_t i = 0; i < x.data.size(); ++i) {  // NaN and infinities where impl has them, and only there
       const double u = x.data[i], v = y.data[i];
-      check(std::isnan(u) == std::isnan(v) && (std::isfinite(u) || std::isnan(u) ? std::isfinite(v) == std::isfinite(u) : u == v),
+      check(std::isnan(u) == std::isnan(v) &&
+                (std::isfinite(u) || std::isnan(u) ? std::isfinite(v) == std::isfinite(u) : u == v),
             where + "[" + std::to_string(i) + "] finiteness");
     }
   };
-  auto optional = [&](const std::optional<TensorValue>& x, const std::optional<TensorValue>& y, const std::string& w) {
+  auto optional = [&](const std::optional<TensorValue>& x, const std::optional<TensorValue>& y,
+                      const std::string& w) {
     check(x.has_value() == y.has_value(), w + " presence");
     if (x && y) layout(*x, *y, w);
   };
@@ -415,7 +435,8 @@ TEST(VariantCatalogue, UnknownNameListsTheKnownOnes) {
   } catch (const std::invalid_argument& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("fused-everything"), std::string::npos) << message;
-    for (const std::string& name : variant_names()) EXPECT_NE(message.find(name), std::string::npos) << message;
+    for (const std::string& name : variant_names())
+      EXPECT_NE(message.find(name), std::string::npos) << message;
   }
 }
 
@@ -495,13 +516,50 @@ TEST_P(VariantTest, RandomProgramsKeepStructureAndPassLockstep) {
     RandomPrograms programs(special ? 7 : 20261121, options);
     for (uint64_t i = 0; i < count; ++i) {
       const Program p = programs.at(i).value();
-      const std::string where = std::string(special ? "special-values " : "") + "program " + std::to_string(i);
+      const std::string where =
+          std::string(special ? "special-values " : "") + "program " + std::to_string(i);
       std::vector<std::string> d = structure_differences(run_on(p, ""), run_on(p, GetParam()));
       EXPECT_TRUE(d.empty()) << where << ":" << joined(d, 3);
       LockstepResult r = lockstep_against_oracle(p, GetParam(), RunMode::Lockstep);
       EXPECT_TRUE(r.passed) << where << " on " << r.under_test_engine << ": " << r.failure_summary();
     }
   }
+}
+
+// ulp-noise moves only what an action computed: zero_grad's zeros stay exact, an action that computes no
+// number (hold_grad, set_options) changes none, and every number it moves is one ULP from impl's.
+TEST(UlpNoise, MovesComputedNumbersOnlyAndByOneUlp) {
+  Program p = hand_program("handles-f32");
+  Action lr = act(ActionKind::SetOptions);
+  lr.options.lr = 0.5;
+  p.actions.insert(p.actions.begin() + 8, lr);
+  auto noisy = make_variant_engine("ulp-noise");
+  auto reference = make_impl_engine();
+  ProgramRunner a(p, *reference), b(p, *noisy);
+  Record ra = a.setup(), rb = b.setup();
+  size_t moved = 0;
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    reference->synchronise(rb.state);  // the same inputs, as in lockstep mode
+    ra = a.run_action(i);
+    rb = b.run_action(i);
+    SCOPED_TRACE("action " + std::to_string(i) + " (" + rb.action + ")");
+    each_number_pair(ra.state, rb.state, [&](double x, double y, DType dtype) {
+      if (same_number(x, y)) return;
+      ++moved;
+      EXPECT_EQ(std::fabs(x - y), ulp(std::min(std::fabs(x), std::fabs(y)), dtype)) << x << " vs " << y;
+    });
+    const ActionKind kind = p.actions[i].kind;
+    if (kind == ActionKind::HoldGrad || kind == ActionKind::SetOptions) {
+      EXPECT_EQ(numbers_differing(Trace{"", ra, {}}, Trace{"", rb, {}}), 0u);
+    }
+    if (kind == ActionKind::ZeroGrad) {
+      for (const ParamObservation& q : rb.state.params) {
+        if (!q.grad.defined) continue;
+        for (double g : q.grad.value.data) EXPECT_EQ(g, 0.0);
+      }
+    }
+  }
+  EXPECT_GT(moved, 20u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, VariantTest, testing::ValuesIn(variant_names()),
@@ -520,10 +578,14 @@ TEST(VariantStatistics, DISABLED_DistanceFromImpl) {
   const uint64_t count = env ? std::stoull(env) : 200;
   std::vector<Named> programs = hand_programs();
   RandomPrograms random(20261121, GenOptions{});
-  for (uint64_t i = 0; i < count; ++i) programs.push_back({"random " + std::to_string(i), random.at(i).value()});
-  std::printf("%-18s %10s %10s %8s %9s  %s\n", "variant", "numbers", "differing", "share", "max ulps", "programs differing");
+  for (uint64_t i = 0; i < count; ++i)
+    programs.push_back({"random " + std::to_string(i), random.at(i).value()});
+  // ULPs of the larger of the two numbers themselves (not of the tolerance model's operand scale, so a
+  // cancelled or subnormal result shows large counts).
+  std::printf("%-18s %9s %9s %7s %8s %8s %11s  %s\n", "variant", "numbers", "differing", "share", ">1 ulp",
+              ">4 ulps", "max ulps", "programs differing");
   for (const std::string& variant : variant_names()) {
-    size_t compared = 0, differing = 0, programs_differing = 0;
+    size_t compared = 0, differing = 0, beyond_one = 0, beyond_four = 0, programs_differing = 0;
     double max_ulps = 0;
     for (const Named& n : programs) {
       auto reference = make_impl_engine();
@@ -534,8 +596,11 @@ TEST(VariantStatistics, DISABLED_DistanceFromImpl) {
         ++compared;
         if (same_number(x, y)) return;
         ++differing;
-        if (std::isfinite(x) && std::isfinite(y))
-          max_ulps = std::max(max_ulps, std::fabs(x - y) / ulp(std::max(std::fabs(x), std::fabs(y)), dtype));
+        if (!std::isfinite(x) || !std::isfinite(y)) return;
+        const double ulps = std::fabs(x - y) / ulp(std::max(std::fabs(x), std::fabs(y)), dtype);
+        max_ulps = std::max(max_ulps, ulps);
+        beyond_one += ulps > 1;
+        beyond_four += ulps > 4;
       };
       Record ra = a.setup(), rb = b.setup();
       each_number_pair(ra.state, rb.state, count_pair);
@@ -547,9 +612,107 @@ TEST(VariantStatistics, DISABLED_DistanceFromImpl) {
       }
       programs_differing += differing > before;
     }
-    std::printf("%-18s %10zu %10zu %7.2f%% %9.2f  %zu of %zu\n", variant.c_str(), compared, differing,
-                100.0 * differing / std::max<size_t>(compared, 1), max_ulps, programs_differing, programs.size());
+    std::printf("%-18s %9zu %9zu %6.2f%% %8zu %8zu %11.4g  %zu of %zu\n", variant.c_str(), compared,
+                differing, 100.0 * differing / std::max<size_t>(compared, 1), beyond_one, beyond_four,
+                max_ulps, programs_differing, programs.size());
   }
+}
+
+// A bigger seeded sweep against LibTorch, every variant: failures counted, the first few shrunk
+// (conformance/generate/shrink.h) and printed as program JSON. Nothing asserted: run it to look for false
+// positives of the tolerance model beyond the programs the tests above pin down.
+//   LOCKSTEP_VARIANT_PROGRAMS=4000 LOCKSTEP_VARIANT_SEED=1 LOCKSTEP_VARIANT_MAX_SIZE=60 (default 50)
+//   LOCKSTEP_VARIANT_SPECIAL=1 (NaN and infinities) LOCKSTEP_VARIANT_MODE=free-running (default lockstep)
+//   variants_tests --gtest_also_run_disabled_tests --gtest_filter='*Sweep*'
+TEST(VariantStatistics, DISABLED_Sweep) {
+  auto env = [](const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : fallback);
+  };
+  const uint64_t count = std::stoull(env("LOCKSTEP_VARIANT_PROGRAMS", "1000"));
+  GenOptions options;
+  options.max_size = std::stoi(env("LOCKSTEP_VARIANT_MAX_SIZE", "50"));
+  options.special_values = env("LOCKSTEP_VARIANT_SPECIAL", "") == "1";
+  const std::optional<RunMode> mode = run_mode_from_name(env("LOCKSTEP_VARIANT_MODE", "lockstep"));
+  ASSERT_TRUE(mode.has_value());
+  RandomPrograms random(std::stoull(env("LOCKSTEP_VARIANT_SEED", "20261121")), options);
+  for (const std::string& variant : variant_names()) {
+    size_t failed = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      const rc::Shrinkable<Program> program = random.at(i);
+      auto fails = [&](const Program& p) { return !lockstep_against_oracle(p, variant, *mode).passed; };
+      if (!fails(program.value())) continue;
+      if (++failed > 4) continue;
+      const Program small = shrink_failure(program, fails, nullptr, std::chrono::seconds(5));
+      std::printf("%s, program %llu: %s\n  shrunk: %s\n  %s\n", variant.c_str(),
+                  static_cast<unsigned long long>(i),
+                  lockstep_against_oracle(program.value(), variant, *mode).failure_summary().c_str(),
+                  lockstep_against_oracle(small, variant, *mode).failure_summary().c_str(),
+                  program_to_json(small).dump().c_str());
+    }
+    std::printf("%s: %zu of %llu programs fail\n", variant.c_str(), failed,
+                static_cast<unsigned long long>(count));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Findings: legitimate roundings that the suite rejects today (false positives of the tolerance model),
+// found by the sweep above and shrunk. Each test expects the variant to pass, so it fails until the
+// tolerance model covers the case; they are DISABLED_ so that the suite stays green meanwhile:
+//   variants_tests --gtest_also_run_disabled_tests --gtest_filter='VariantFindings.*'
+
+void expect_accepted(const std::string& variant, const std::string& program_json) {
+  const Program p = program_from_text(program_json, "finding");
+  EXPECT_GT(numbers_differing(run_on(p, ""), run_on(p, variant)), 0u) << "not a rounding difference any more";
+  LockstepResult r = lockstep_against_oracle(p, variant, RunMode::Lockstep);
+  EXPECT_TRUE(r.passed) << r.under_test_engine << ": " << r.failure_summary();
+}
+
+// Adam's p - ((lr / bc1) * exp_avg) / denom: with exp_avg near the bottom of the normal range,
+// (lr / bc1) * exp_avg is subnormal (few significant bits) and denom = eps scales its rounding error up by
+// 1e8. Computing exp_avg / denom first (reciprocal, sqrt-ratio) is exact to a few ULPs and the oracle is
+// not: here about 500 ULPs of the result apart (float64). In float32 (random program 449 of seed
+// 20261121) the oracle's update underflows to 0 and leaves p = -3.38e-38; the exact update gives -1.28e-38.
+TEST(VariantFindings, DISABLED_AdamUpdateWithSubnormalIntermediate) {
+  const char* program = R"({"params":[{"name":"p0","dtype":"float64","shape":[1,3],
+    "values":[0.0,0.0,1.1125369292536007e-308]}],
+    "optimizer":{"type":"adam","defaults":{"weight_decay":1.0},"params":["p0"]},
+    "actions":[{"action":"forward","loss":{"op":"param","name":"p0"}},
+               {"action":"backward","gradient":[0.0,0.0,0.0]},{"action":"step"}]})";
+  expect_accepted("reciprocal", program);
+  expect_accepted("sqrt-ratio", program);
+}
+
+// A parameter in two groups is updated twice in one step (SEM-7.4): the second update starts from the
+// first one's rounding (here p ~ 1 after the first update, 0.43 after the second), but the step's scale is
+// taken from the values before (0) and after (0.43) only, and one update's k ULPs. 6 ULPs apart (float32).
+TEST(VariantFindings, DISABLED_ParameterTwiceInOneStep) {
+  const char* program = R"({"params":[{"name":"p0","dtype":"float32","shape":[4,4],
+    "values":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}],
+    "loss":{"op":"cross_entropy","args":[{"op":"param","name":"p0"}],"targets":[0,0,0,0]},
+    "optimizer":{"type":"adam","defaults":{"lr":1.0,"weight_decay":1.0},
+                 "groups":[{"params":["p0"]},{"params":["p0"]}]},
+    "actions":[{"action":"forward"},{"action":"backward"},{"action":"step"}]})";
+  expect_accepted("reciprocal", program);
+  expect_accepted("sqrt-ratio", program);
+}
+
+// cross_entropy of logits [0, 0, -inf, 22.93], target 3: log(1 + 2 e^-22.93) - 0 = 2.2e-10, which float32
+// absorbs (22.93 + 2.2e-10 - 22.93 = 0) and float64 does not. The -inf logit (its exp is exactly 0) makes
+// the output's operand scale non-finite, so it falls back to the result's own ULP (tolerance.h) instead of
+// the logits' (22.93); the same logits without the -inf pass (control test below).
+TEST(VariantFindings, DISABLED_CrossEntropyWithInfiniteLogit) {
+  expect_accepted("double-accumulate", R"({"params":[],"actions":[{"action":"forward","loss":{
+    "op":"cross_entropy","targets":[3],"args":[{"op":"linear","args":[
+      {"op":"const","dtype":"float32","shape":[1,2],"values":[-2.0,-7.3535156]},
+      {"op":"const","dtype":"float32","shape":[4,2],"values":[0,0,0,0,"Infinity",0,0,-3.118164]}]}]}}]})");
+}
+
+TEST(VariantFindings, CrossEntropyWithFiniteLogitsIsJudgedAtTheLogitsScale) {
+  expect_accepted("double-accumulate", R"({"params":[],"actions":[{"action":"forward","loss":{
+    "op":"cross_entropy","targets":[3],"args":[{"op":"linear","args":[
+      {"op":"const","dtype":"float32","shape":[1,2],"values":[-2.0,-7.3535156]},
+      {"op":"const","dtype":"float32","shape":[4,2],"values":[0,0,0,0,0,0,0,-3.118164]}]}]}}]})");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -599,78 +762,3 @@ TEST(ImplDriverVariant, UnknownVariantIsAUsageError) {
 
 }  // namespace
 }  // namespace lockstep
-namespace lockstep {
-TEST(Scratch, DISABLED_Dump) {
-  GenOptions go; go.special_values = std::getenv("SPECIAL") != nullptr;
-  RandomPrograms random(go.special_values ? 7 : 20261121, go);
-  const Program p = random.at(std::stoull(std::getenv("IDX"))).value();
-  std::printf("%s\n", program_to_json(p).dump().c_str());
-  auto oracle = make_torch_engine();
-  auto impl = make_impl_engine();
-  auto var = make_variant_engine(std::getenv("VAR"));
-  std::printf("impl: %s\n", run_lockstep(p, *make_torch_engine(), *impl).failure_summary().c_str());
-  std::printf("var: %s\n", run_lockstep(p, *oracle, *var).failure_summary().c_str());
-}
-}
-namespace lockstep {
-TEST(Scratch, DISABLED_Numbers) {
-  RandomPrograms random(20261121, GenOptions{});
-  const Program p = random.at(std::stoull(std::getenv("IDX"))).value();
-  const size_t act = std::stoull(std::getenv("ACT"));
-  const std::string name = std::getenv("PARAM");
-  const size_t el = std::stoull(std::getenv("EL"));
-  for (std::string v : {std::string(""), std::string("oracle"), std::string(std::getenv("VAR"))}) {
-    auto e = v == "oracle" ? make_torch_engine() : v.empty() ? make_impl_engine() : make_variant_engine(v);
-    Trace t = run_program(p, *e);
-    for (size_t a : {act - 1, act}) {
-      const ParamObservation* o = t.records[a].state.param(name);
-      std::printf("%s after %zu: p=%.9g g=%.9g", e->name().c_str(), a, o->value.data[el], o->grad.defined ? o->grad.value.data[el] : 0.0);
-      if (o->state.exp_avg) std::printf(" m=%.9g v=%.9g step=%lld", o->state.exp_avg->data[el], o->state.exp_avg_sq->data[el], (long long)*o->state.step);
-      std::printf("\n");
-    }
-  }
-}
-}
-namespace lockstep {
-TEST(Scratch, DISABLED_FreeRunning) {
-  const uint64_t count = std::stoull(std::getenv("N"));
-  std::vector<std::string> names = {""};
-  for (auto& n : variant_names()) names.push_back(n);
-  for (bool special : {false, true}) {
-  GenOptions options; options.special_values = special;
-  RandomPrograms random(special ? 7 : 20261121, options);
-  for (const std::string& v : names) {
-    size_t failed = 0; std::string first;
-    for (uint64_t i = 0; i < count; ++i) {
-      const Program p = random.at(i).value();
-      auto oracle = make_torch_engine();
-      auto e = v.empty() ? make_impl_engine() : make_variant_engine(v);
-      LockstepOptions o; o.mode = RunMode::FreeRunning;
-      LockstepResult r = run_lockstep(p, *oracle, *e, o);
-      if (!r.passed) { ++failed; if (failed <= 3) first += "\n   program " + std::to_string(i) + ": " + r.failure_summary(); }
-    }
-    std::printf("%s %s free-running failures: %zu of %llu%s\n", special ? "special" : "plain", v.empty() ? "impl" : v.c_str(), failed, (unsigned long long)count, first.c_str());
-  }
-  }
-}
-}
-namespace lockstep {
-TEST(Scratch, DISABLED_Sweep) {
-  const uint64_t count = std::stoull(std::getenv("N"));
-  GenOptions go; go.special_values = std::getenv("SPECIAL") != nullptr; go.max_size = std::stoi(std::getenv("MAXSIZE"));
-  RandomPrograms random(std::stoull(std::getenv("SEED")), go);
-  const RunMode mode = std::getenv("FREE") ? RunMode::FreeRunning : RunMode::Lockstep;
-  for (const std::string& v : variant_names()) {
-    size_t failed = 0; std::string first;
-    for (uint64_t i = 0; i < count; ++i) {
-      const Program p = random.at(i).value();
-      auto oracle = make_torch_engine();
-      auto e = make_variant_engine(v);
-      LockstepOptions o; o.mode = mode;
-      LockstepResult r = run_lockstep(p, *oracle, *e, o);
-      if (!r.passed) { ++failed; if (failed <= 4) first += "\n   program " + std::to_string(i) + ": " + r.failure_summary(); }
-    }
-    std::printf("%s failures: %zu of %llu%s\n", v.c_str(), failed, (unsigned long long)count, first.c_str());
-  }
-}
-}

@@ -1,0 +1,150 @@
+// Expectations: the file format, validation and matching (see expectations.h).
+#include "conformance/compare/expectations.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "conformance/program/json_reader.h"
+#include "conformance/program/program_json.h"
+
+namespace lockstep {
+
+const std::vector<std::string>& expectation_categories() {
+  static const std::vector<std::string> c = {"api_difference", "implementation_bug", "not_implemented",
+                                             "precision", "protocol"};
+  return c;
+}
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  // Iterative matcher with single-star backtracking: linear in practice, never recursive.
+  size_t p = 0, t = 0, star = std::string::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+const Expectation* FieldMask::match(const std::string& path) const {
+  for (const Expectation* e : entries_)
+    for (const std::string& f : e->fields)
+      if (glob_match(f, path)) return e;
+  return nullptr;
+}
+
+FieldMask Expectations::mask_for(const std::string& case_id) const {
+  FieldMask m;
+  for (const Expectation& e : entries)
+    if (!e.fields.empty() && glob_match(e.id, case_id)) m.entries_.push_back(&e);
+  return m;
+}
+
+const Expectation* Expectations::whole_case(const std::string& case_id) const {
+  for (const Expectation& e : entries)
+    if (e.fields.empty() && glob_match(e.id, case_id)) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> Expectations::stale(const std::vector<std::string>& case_ids) const {
+  std::vector<std::string> out;
+  for (const Expectation& e : entries)
+    if (std::none_of(case_ids.begin(), case_ids.end(), [&](const std::string& id) { return glob_match(e.id, id); }))
+      out.push_back(e.id);
+  return out;
+}
+
+void Expectations::append(const Expectations& more) {
+  entries.insert(entries.end(), more.entries.begin(), more.entries.end());
+}
+
+namespace {
+
+std::string nonempty_string(JsonObjectReader& r, const std::string& key) {
+  std::string s = r.string(key);
+  if (s.empty()) throw JsonError(r.pointer(key), "must not be empty");
+  return s;
+}
+
+Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& pointer) {
+  JsonObjectReader r(j, pointer, "an expectation");
+  Expectation e;
+  e.id = nonempty_string(r, "id");
+  if (r.has("field") && r.has("fields"))
+    throw JsonError(r.pointer("field"), "give \"fields\" (a list of globs) or \"field\", not both");
+  if (r.has("field")) {
+    e.fields.push_back(nonempty_string(r, "field"));
+  } else if (const nlohmann::ordered_json* fields = r.optional("fields")) {
+    const std::string fp = r.pointer("fields");
+    if (!fields->is_array() || fields->empty())
+      throw JsonError(fp, "expected a non-empty array of field globs (omit \"fields\" to expect the whole case to fail)");
+    for (size_t i = 0; i < fields->size(); ++i) {
+      const nlohmann::ordered_json& f = (*fields)[i];
+      if (!f.is_string() || f.get<std::string>().empty())
+        throw JsonError(json_pointer_append(fp, i), "expected a non-empty string (a glob on field paths)");
+      e.fields.push_back(f.get<std::string>());
+    }
+  }
+  e.reason = nonempty_string(r, "reason");
+  if (r.has("category")) {
+    e.category = r.string("category");
+    const auto& cats = expectation_categories();
+    if (std::find(cats.begin(), cats.end(), e.category) == cats.end())
+      throw JsonError(r.pointer("category"),
+                      fmt::format("unknown category '{}' (known: {})", e.category, fmt::join(cats, ", ")));
+  }
+  r.finish(/*allow_comment=*/true);
+  return e;
+}
+
+}  // namespace
+
+Expectations expectations_from_json(const nlohmann::ordered_json& doc, const std::string& file) {
+  Expectations out;
+  try {
+    const nlohmann::ordered_json* list = &doc;
+    std::string base;
+    if (doc.is_object()) {
+      JsonObjectReader top(doc, "", "an expectations file");
+      const char* key = top.has("expected_failures") && !top.has("expectations") ? "expected_failures" : "expectations";
+      list = &top.required(key);
+      base = std::string("/") + key;
+      top.finish(true);
+    }
+    if (!list->is_array())
+      throw JsonError(base, std::string("expected an array of expectations, found ") + json_type_name(*list));
+    for (size_t i = 0; i < list->size(); ++i)
+      out.entries.push_back(entry_from_json((*list)[i], json_pointer_append(base, i)));
+  } catch (const JsonError& e) {
+    throw InputError(file, e.pointer(), e.message());
+  }
+  return out;
+}
+
+Expectations load_expectations(const std::string& path) {
+  const std::string text = read_text_file(path);
+  nlohmann::ordered_json doc;
+  try {
+    doc = parse_json_text(text, 16);
+  } catch (const JsonError& e) {
+    throw InputError(path, e.pointer(), e.message());
+  }
+  return expectations_from_json(doc, path);
+}
+
+std::string default_expectations_file() {
+  return std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/compare/expectations.json";
+}
+
+}  // namespace lockstep
