@@ -96,9 +96,9 @@ int command_run(const RunArgs& args) {
   }
 
   const bool against_itself = args.engine == "oracle";
-  if (!builtin && !args.mutant.empty()) {
-    std::cerr << "lockstep run: --mutant selects a mutant of an in-process engine; a driver selects its own "
-                 "(lockstep-impl-driver --mutant NAME)\n";
+  if (!builtin && (!args.mutant.empty() || !args.variant.empty())) {
+    std::cerr << "lockstep run: --mutant and --variant select an in-process impl; a driver selects its own "
+                 "(lockstep-impl-driver --mutant NAME / --variant NAME)\n";
     return kExitInputError;
   }
   LockstepOptions options;
@@ -108,7 +108,7 @@ int command_run(const RunArgs& args) {
   EngineFactory make_oracle = [] { return make_engine("oracle"); };
   std::unique_ptr<TestedImplementation> subject;
   if (builtin) {
-    subject = in_process_implementation(make_oracle, [&] { return make_engine(args.engine, args.mutant); }, options);
+    subject = in_process_implementation(make_oracle, [&] { return make_engine(args.engine, args.mutant, args.variant); }, options);
   } else {
     DriverOptions driver_options;
     driver_options.timeout = std::chrono::milliseconds(args.timeout_ms);
@@ -125,6 +125,7 @@ int command_run(const RunArgs& args) {
 
   std::string prefix = fmt::format("lockstep run --engine {}{}", shell_quote(args.engine),
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));
+  if (!args.variant.empty()) prefix += " --variant " + shell_quote(args.variant);
   if (args.free_running && builtin && !against_itself) prefix += " --free-running";
   if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(args.cases_dir);
   if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(args.expectations_file);

@@ -23,6 +23,7 @@ struct RunArgs {
   std::string only_case;          // run just this named case (reproduce a failure)
   int64_t only_index = -1;        // run just this random program index (reproduce a failure)
   std::string mutant;             // impl only: run impl with this mutant selected (impl/mutants.h)
+  std::string variant;            // impl only: a legitimate variant of impl (tools/variants/variants.h)
   std::string expectations_file;  // expectations.h; empty: conformance/compare/expectations.json (in-process engines)
   double shrink_seconds = 10;     // time budget to shrink one failing program
   std::string tolerance_file;            // tolerance overrides (the entries matching "*" apply)

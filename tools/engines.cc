@@ -4,6 +4,7 @@
 
 #include "impl/engine_adapter.h"
 #include "oracle/torch_engine.h"
+#include "tools/variants/variants.h"
 
 namespace lockstep::tools {
 
@@ -15,9 +16,11 @@ bool is_engine_name(const std::string& name) {
   return false;
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant) {
-  if (!mutant.empty() && name != "impl")
-    throw std::invalid_argument("--mutant applies to the impl engine only");
+std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant, const std::string& variant) {
+  if ((!mutant.empty() || !variant.empty()) && name != "impl")
+    throw std::invalid_argument("--mutant and --variant apply to the impl engine only");
+  if (!mutant.empty() && !variant.empty()) throw std::invalid_argument("--mutant and --variant exclude each other");
+  if (!variant.empty()) return make_variant_engine(variant);  // throws for an unknown variant, listing the known
   if (name == "oracle") return make_torch_engine();
   if (name == "impl") return make_impl_engine(mutant);  // throws for an unknown mutant, listing the known
   throw std::invalid_argument("unknown engine '" + name + "' (known: oracle, impl)");

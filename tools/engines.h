@@ -11,7 +11,9 @@ namespace lockstep::tools {
 
 // Throws std::invalid_argument naming the known engines when `name` is not one of them.
 // `mutant` (impl only) selects a deliberate deviation of impl (impl/mutants.h); empty: none.
-std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant = "");
+// `variant` (impl only) selects a legitimate variant of impl (tools/variants/variants.h); empty: none.
+std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant = "",
+                                    const std::string& variant = "");
 std::vector<std::string> engine_names();
 // Whether `name` is a built-in engine (else: a driver command line).
 bool is_engine_name(const std::string& name);

@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--case", run_args.only_case, "Run only this named case (to reproduce a failure)");
   run->add_option("--mutant", run_args.mutant, "Select a mutant of impl (see `lockstep mutants --list`)");
+  run->add_option("--variant", run_args.variant,
+                  "Select a legitimate variant of impl (rounds differently, must pass; tools/variants/variants.h)");
   run->add_option("--expectations,--expected-failures,--known-discrepancies", run_args.expectations_file,
                   "Expectations file: expected failures and masks (conformance/compare/expectations.h; default for "
                   "impl: conformance/compare/expectations.json)")

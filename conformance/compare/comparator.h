@@ -69,6 +69,8 @@ struct CompareContext {
   const Record* actual_previous = nullptr;
   // The deviation the action may carry from its inputs (error_budget.h); null or empty in lockstep mode.
   const ErrorBudget* budget = nullptr;
+  // Step only: the parameters the step updates more than once, with the magnitudes they take on the way.
+  const std::map<std::string, RepeatedUpdate>* repeated_update_peaks = nullptr;
 };
 
 // The largest ULP error seen per quantity in one comparison (free-running growth); -1 when none compared.

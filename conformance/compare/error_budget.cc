@@ -93,7 +93,14 @@ struct Shadow {
   std::optional<std::vector<double>> buf, m, v, vmax;
   int64_t step = 0;
   int occurrences = 0;
+  std::vector<double> peak;  // the largest |p| per element, before and after every update
 };
+
+void raise_peak(Shadow& s) {
+  if (s.peak.size() != s.p.size()) s.peak.assign(s.p.size(), 0.0);
+  for (size_t i = 0; i < s.p.size(); ++i)
+    if (std::isfinite(s.p[i])) s.peak[i] = std::max(s.peak[i], std::fabs(s.p[i]));
+}
 
 std::optional<std::vector<double>> data_of(const std::optional<TensorValue>& t) {
   if (!t) return std::nullopt;
@@ -118,11 +125,14 @@ ResolvedOptions resolve(const OptimizerOptions& o) {
   return r;
 }
 
+// The L2 term, only when weight_decay != 0 (SEM-5.3, SEM-6.3): 0 * inf would make the term NaN.
+double l2(const ResolvedOptions& o, double p) { return o.weight_decay != 0 ? o.weight_decay * p : 0.0; }
+
 // The SGD direction d (SEM-5.3) from the shadow's p, g and the momentum buffer `buf` after its update.
 std::vector<double> sgd_direction(const Shadow& s, const ResolvedOptions& o, const std::vector<double>* buf) {
   const size_t n = s.p.size();
   std::vector<double> d(n);
-  for (size_t i = 0; i < n; ++i) d[i] = s.g[i] + o.weight_decay * s.p[i];
+  for (size_t i = 0; i < n; ++i) d[i] = s.g[i] + l2(o, s.p[i]);
   if (o.momentum != 0 && buf && buf->size() == n)
     for (size_t i = 0; i < n; ++i) d[i] = o.nesterov ? d[i] + o.momentum * (*buf)[i] : (*buf)[i];
   return d;
@@ -132,7 +142,7 @@ void sgd_step(Shadow& s, const ResolvedOptions& o) {
   const size_t n = s.p.size();
   if (o.momentum != 0) {
     std::vector<double> d(n);
-    for (size_t i = 0; i < n; ++i) d[i] = s.g[i] + o.weight_decay * s.p[i];
+    for (size_t i = 0; i < n; ++i) d[i] = s.g[i] + l2(o, s.p[i]);
     if (!s.buf || s.buf->size() != n) {
       s.buf = d;  // first step: a copy, no dampening
     } else {
@@ -158,11 +168,11 @@ void adam_update(std::vector<double>& p, const std::vector<double>& m, const std
 void adam_step(Shadow& s, const ResolvedOptions& o, bool decoupled) {
   const size_t n = s.p.size();
   s.step += 1;
-  if (decoupled)
+  if (decoupled && o.weight_decay != 0)
     for (size_t i = 0; i < n; ++i) s.p[i] *= 1 - o.lr * o.weight_decay;
   std::vector<double> g = s.g;
   if (!decoupled)
-    for (size_t i = 0; i < n; ++i) g[i] += o.weight_decay * s.p[i];
+    for (size_t i = 0; i < n; ++i) g[i] += l2(o, s.p[i]);
   if (!s.m || s.m->size() != n) s.m = std::vector<double>(n, 0.0);
   if (!s.v || s.v->size() != n) s.v = std::vector<double>(n, 0.0);
   for (size_t i = 0; i < n; ++i) {
@@ -206,8 +216,10 @@ std::map<std::string, Shadow> run_step(OptimizerKind kind, const Record& before,
       }
       ++s.occurrences;
       last_options[name] = o;
+      raise_peak(s);
       if (kind == OptimizerKind::SGD) sgd_step(s, o);
       else adam_step(s, o, kind == OptimizerKind::AdamW);
+      raise_peak(s);
     }
   }
   return shadows;
@@ -231,13 +243,22 @@ std::optional<std::vector<double>> parameter_from_observed(OptimizerKind kind, c
   const TensorValue* v = o.amsgrad ? (after.state.max_exp_avg_sq ? &*after.state.max_exp_avg_sq : nullptr)
                                    : (after.state.exp_avg_sq ? &*after.state.exp_avg_sq : nullptr);
   if (!after.state.exp_avg || !v || !after.state.step) return std::nullopt;
-  if (kind == OptimizerKind::AdamW)
+  if (kind == OptimizerKind::AdamW && o.weight_decay != 0)
     for (double& x : s.p) x *= 1 - o.lr * o.weight_decay;
   adam_update(s.p, after.state.exp_avg->data, v->data, o, *after.state.step);
   return s.p;
 }
 
 }  // namespace
+
+std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const Record& before,
+                                                       const std::vector<GroupObservation>& groups) {
+  std::map<std::string, ResolvedOptions> options;
+  std::map<std::string, RepeatedUpdate> out;
+  for (auto& [name, s] : run_step(kind, before, groups, options))
+    if (s.occurrences > 1) out[name] = RepeatedUpdate{s.occurrences, s.peak};
+  return out;
+}
 
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after, const Record& actual_after) {

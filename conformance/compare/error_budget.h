@@ -60,6 +60,15 @@ ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_for
 ErrorBudget hold_grad_budget(const std::string& handle, const std::string& param, const Record& expected_after,
                              const Record& actual_after);
 
+// A parameter one step updates more than once (it sits in two groups, or twice in one group, SEM-7.4): how often,
+// and per element the largest magnitude it takes on the way (in double, from `before`), for the tolerance's scale.
+struct RepeatedUpdate {
+  int updates = 0;
+  std::vector<double> peak;
+};
+std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const Record& before,
+                                                       const std::vector<GroupObservation>& groups);
+
 // Group options come from `expected_after` (a step does not change them; they are compared exactly).
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after, const Record& actual_after);

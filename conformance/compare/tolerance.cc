@@ -367,8 +367,9 @@ class ScaleTape {
           for (int64_t j = 0; j < classes; ++j) z += std::exp(x.v[i * classes + j] - mx);
           const double lse = mx + std::log(z);
           double spread = 0;
+          // A -inf logit's softmax is exactly 0 and carries no rounding: only finite scales count.
           for (int64_t j = 0; j < classes; ++j)
-            spread += std::exp(x.v[i * classes + j] - lse) * x.b[i * classes + j];
+            if (std::isfinite(x.b[i * classes + j])) spread += std::exp(x.v[i * classes + j] - lse) * x.b[i * classes + j];
           v += lse - x.v[i * classes + t];
           b += std::fabs(lse) + std::fabs(x.v[i * classes + t]) + spread + x.b[i * classes + t];
         }

@@ -8,6 +8,24 @@
 
 namespace lockstep {
 
+namespace {
+
+// The held output of a forward of a bare parameter is that parameter (the same tensor): a step moves it, and it
+// carries the parameter's budget. Recognised by its values equalling a parameter's on both sides.
+void alias_output_budget(const Record& expected, const Record& actual, ErrorBudget& budget) {
+  if (!expected.state.output || !actual.state.output) return;
+  for (const ParamObservation& pe : expected.state.params) {
+    const ParamObservation* pa = actual.state.param(pe.name);
+    const std::vector<double>* b = budget.find(pe.name + " → value");
+    if (pa && b && pe.value == expected.state.output->value && pa->value == actual.state.output->value) {
+      budget.fields["output → value"] = *b;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 TraceComparison::TraceComparison(const Program& program, Tolerance tolerance, FieldMask mask)
     : program_(program), tolerance_(tolerance), mask_(std::move(mask)) {}
 
@@ -52,6 +70,7 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   ctx.actual_previous = &actual_previous_;
   const bool carry = !synchronised_;
   ErrorBudget budget;
+  std::map<std::string, RepeatedUpdate> repeated;
   switch (action.kind) {
     case ActionKind::Forward: {
       // A forward that failed leaves the previous output held.
@@ -77,8 +96,14 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
       if (carry) budget = hold_grad_budget(action.handle, action.param, expected, actual);
       break;
     case ActionKind::Step:
-      if (carry && program_.optimizer)
-        budget = step_budget(program_.optimizer->kind, expected_previous_, actual_previous_, expected, actual);
+      if (program_.optimizer) {
+        repeated = repeated_updates(program_.optimizer->kind, expected_previous_, expected.state.groups);
+        if (!repeated.empty()) ctx.repeated_update_peaks = &repeated;
+        if (carry) {
+          budget = step_budget(program_.optimizer->kind, expected_previous_, actual_previous_, expected, actual);
+          alias_output_budget(expected, actual, budget);
+        }
+      }
       break;
     default:
       break;
