@@ -2,7 +2,10 @@
 // (command_mutants.h).
 #include "tools/command_mutants.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +24,7 @@
 #include "impl/mutants.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
+#include "conformance/run/tested_implementation.h"
 #include "tools/lockstep_session.h"
 #include "tools/report_files.h"
 
@@ -75,11 +79,11 @@ const char* verdict_name(AllcloseVerdict v) {
 
 // Whether allclose on the final parameter values tells the mutant from the oracle on `program`, run to the
 // end on each without re-synchronisation.
-AllcloseVerdict allclose_verdict(const Program& program, const EngineFactory& make_mutant) {
+AllcloseVerdict allclose_verdict(const Program& program, const std::string& mutant) {
   auto oracle = make_engine("oracle");
-  auto mutant = make_mutant();
+  auto mutated = make_engine("impl", mutant);
   Trace oracle_trace = run_program(program, *oracle);
-  Trace mutant_trace = run_program(program, *mutant);
+  Trace mutant_trace = run_program(program, *mutated);
   const Record& expected = final_record(oracle_trace);
   const Record& actual = final_record(mutant_trace);
   auto all_close = [&](bool equal_nan) {
@@ -93,8 +97,16 @@ AllcloseVerdict allclose_verdict(const Program& program, const EngineFactory& ma
   return all_close(true) ? AllcloseVerdict::CaughtOnlyByNan : AllcloseVerdict::Caught;
 }
 
+// How the suite reaches impl: in-process (lockstep mode, re-synchronised after every action) or through impl's
+// protocol driver (whole programs, free-running with the error budget: the path every external implementation
+// takes).
+struct SuitePath {
+  std::string name;                                                         // "in-process", "driver"
+  std::function<std::unique_ptr<TestedImplementation>(const std::string&)> make;  // mutant ("": clean impl)
+  std::function<std::string(const std::string&)> engine_arguments;          // for reproduce lines
+};
+
 struct KillRow {
-  const impl::MutantInfo* info = nullptr;
   bool killed = false;
   std::string killer;           // a named case id or "random-17"
   std::string reproduce;        // a command line that shows the kill
@@ -107,10 +119,16 @@ struct KillRow {
   AllcloseVerdict allclose_original = AllcloseVerdict::Missed;  // on the killing program before shrinking
 };
 
+struct MutantRows {
+  const impl::MutantInfo* info = nullptr;
+  std::vector<KillRow> by_path;  // one per SuitePath, in order
+};
+
 class MutantsRun {
  public:
-  explicit MutantsRun(const MutantsArgs& args, std::vector<NamedCase> cases, Expectations known)
-      : args_(args), cases_(std::move(cases)), known_(std::move(known)) {
+  MutantsRun(const MutantsArgs& args, std::vector<NamedCase> cases, Expectations expectations, const SuitePath& path)
+      : args_(args), cases_(std::move(cases)), expectations_(std::move(expectations)), path_(path),
+        clean_(path.make("")) {
     GenOptions gen;
     gen.max_size = args.max_size;
     plain_.emplace(args.seed, gen);
@@ -118,26 +136,29 @@ class MutantsRun {
     special_.emplace(args.seed, gen);
   }
 
+  // Empty when the path works; else why not (a driver that cannot start).
+  std::string fatal_error() const { return clean_->fatal_error(); }
+
   KillRow run(const impl::MutantInfo& info) {
     KillRow row;
-    row.info = &info;
     const auto t0 = Clock::now();
-    EngineFactory make_mutant = [&info] { return make_engine("impl", info.name); };
-    const std::string prefix = fmt::format("lockstep run --engine impl --mutant {}", info.name);
+    std::unique_ptr<TestedImplementation> mutant = path_.make(info.name);
+    const std::string prefix =
+        fmt::format("lockstep run --engine {}", path_.engine_arguments(info.name));
 
     for (const NamedCase& c : cases_) {
       ++row.programs_tried;
-      LockstepResult result = run_named_case(c, make_mutant, options_);
-      if (!is_unexplained_failure(c.id, result, &known_) || !clean_passes_case(c)) continue;
+      LockstepResult result = run_case(*mutant, c, expectations_);
+      if (!is_unexplained_failure(c.id, result, &expectations_) || !clean_passes_case(c)) continue;
       row.seconds_to_kill = seconds_since(t0);
       row.killer = c.id;
-      row.reproduce = prefix + " --count 0 --case " + shell_quote(c.id);
-      // Shrink on the lockstep comparison when it failed; a kill by the claim checks alone stays as it is.
-      row.allclose_original = allclose_verdict(c.program, make_mutant);
-      if (!run_against_oracle(c.program, make_mutant, options_).passed) {
-        finish(row, shrinkable_program(c.program), c.id, make_mutant);
+      row.reproduce = prefix + " --case " + shell_quote(c.id);
+      // Shrink on the comparison with the oracle when it failed; a kill by the claim checks alone stays as it is.
+      row.allclose_original = allclose_verdict(c.program, info.name);
+      if (!mutant->run(c.id, c.program, expectations_.mask_for(c.id)).passed) {
+        finish(row, shrinkable_program(c.program), c.id, *mutant, info.name);
       } else {
-        finish_unshrunk(row, c.program, result, make_mutant);
+        finish_unshrunk(row, c.program, result, info.name);
       }
       return row;
     }
@@ -147,15 +168,15 @@ class MutantsRun {
       const bool special = is_special(i);
       rc::Shrinkable<Program> shrinkable = (special ? *special_ : *plain_).at(static_cast<uint64_t>(i));
       const std::string id = fmt::format("random-{}", i);
-      if (!is_unexplained_failure(id, run_against_oracle(shrinkable.value(), make_mutant, options_), &known_))
+      if (!is_unexplained_failure(id, run_program_case(*mutant, id, shrinkable.value(), expectations_), &expectations_))
         continue;
       if (!clean_passes_random(i, shrinkable.value())) continue;
       row.seconds_to_kill = seconds_since(t0);
       row.killer = id + (special ? " (special values)" : "");
-      row.reproduce = fmt::format("{} --seed {} --max-size {}{} --count {} --index {}", prefix, args_.seed,
-                                  args_.max_size, special ? " --special-values" : "", i + 1, i);
-      row.allclose_original = allclose_verdict(shrinkable.value(), make_mutant);
-      finish(row, shrinkable, id, make_mutant);
+      row.reproduce = fmt::format("{} --seed {} --max-size {}{} --index {}", prefix, args_.seed, args_.max_size,
+                                  special ? " --special-values" : "", i);
+      row.allclose_original = allclose_verdict(shrinkable.value(), info.name);
+      finish(row, shrinkable, id, *mutant, info.name);
       return row;
     }
     return row;
@@ -165,12 +186,11 @@ class MutantsRun {
   // Every fourth random program allows NaN and +-Inf (SEMANTICS §9), so a mutant that mishandles NaN dies.
   static bool is_special(int64_t i) { return i % 4 == 3; }
 
-  EngineFactory clean_ = [] { return make_engine("impl"); };
-
   bool clean_passes_case(const NamedCase& c) {
     auto it = clean_cases_.find(c.id);
     if (it == clean_cases_.end())
-      it = clean_cases_.emplace(c.id, !is_unexplained_failure(c.id, run_named_case(c, clean_, options_), &known_)).first;
+      it = clean_cases_.emplace(c.id, !is_unexplained_failure(c.id, run_case(*clean_, c, expectations_), &expectations_))
+               .first;
     return it->second;
   }
   bool clean_passes_random(int64_t i, const Program& p) {
@@ -180,36 +200,37 @@ class MutantsRun {
     return it->second;
   }
   bool clean_passes(const std::string& id, const Program& p) {
-    return !is_unexplained_failure(id, run_against_oracle(p, clean_, options_), &known_);
+    return !is_unexplained_failure(id, run_program_case(*clean_, id, p, expectations_), &expectations_);
   }
 
   // Shrinks the killing program (a candidate must still kill: fail on the mutant, pass on clean impl) and
   // fills in the rest of the row.
   void finish(KillRow& row, const rc::Shrinkable<Program>& killing, const std::string& id,
-              const EngineFactory& make_mutant) {
+              TestedImplementation& mutant, const std::string& mutant_name) {
     ShrinkStats stats;
     auto still_kills = [&](const Program& candidate) {
-      return is_unexplained_failure(id, run_against_oracle(candidate, make_mutant, options_), &known_) &&
+      return is_unexplained_failure(id, run_program_case(mutant, id, candidate, expectations_), &expectations_) &&
              clean_passes(id, candidate);
     };
     Program shrunk = shrink_program(killing, still_kills, args_.shrink_seconds, &stats);
     row.shrink_steps = stats.steps;
-    finish_unshrunk(row, shrunk, run_against_oracle(shrunk, make_mutant, options_), make_mutant);
+    finish_unshrunk(row, shrunk, run_program_case(mutant, id, shrunk, expectations_), mutant_name);
   }
 
   void finish_unshrunk(KillRow& row, const Program& program, const LockstepResult& result,
-                       const EngineFactory& make_mutant) {
+                       const std::string& mutant_name) {
     row.killed = true;
     row.shrunk_size = describe(program_size(program));
     row.failure = result.failure_summary();
     if (row.failure.empty()) row.failure = result.engine_failure;
-    row.allclose_shrunk = allclose_verdict(program, make_mutant);
+    row.allclose_shrunk = allclose_verdict(program, mutant_name);
   }
 
   const MutantsArgs& args_;
   std::vector<NamedCase> cases_;
-  Expectations known_;
-  LockstepOptions options_;
+  Expectations expectations_;
+  const SuitePath& path_;
+  std::unique_ptr<TestedImplementation> clean_;
   std::optional<RandomPrograms> plain_, special_;
   std::map<std::string, bool> clean_cases_;
   std::map<int64_t, bool> clean_random_;
@@ -222,73 +243,103 @@ std::string one_line(std::string s) {
   return s;
 }
 
-std::string markdown(const MutantsArgs& args, const std::vector<KillRow>& rows, double total_seconds) {
-  size_t killed = 0, caught_shrunk = 0, caught_original = 0;
-  for (const KillRow& r : rows) {
-    killed += r.killed;
+std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& paths, const std::vector<MutantRows>& rows,
+                     double total_seconds) {
+  std::vector<size_t> killed(paths.size(), 0);
+  size_t caught_shrunk = 0, caught_original = 0;
+  for (const MutantRows& m : rows) {
+    for (size_t p = 0; p < paths.size(); ++p) killed[p] += m.by_path[p].killed;
+    const KillRow& r = m.by_path.front();
     caught_shrunk += r.killed && r.allclose_shrunk == AllcloseVerdict::Caught;
     caught_original += r.killed && r.allclose_original == AllcloseVerdict::Caught;
   }
   std::string out = "# Mutant kill table\n\n";
+  out += fmt::format("`lockstep mutants --count {} --seed {} --max-size {}` ({:.0f} s):", args.count, args.seed,
+                     args.max_size, total_seconds);
+  for (size_t p = 0; p < paths.size(); ++p)
+    out += fmt::format("{} {} of {} mutants killed {}", p ? ";" : "", killed[p], rows.size(),
+                       paths[p].name == "driver" ? "through impl's protocol driver (free-running, error budget)"
+                                                 : "in-process (lockstep)");
+  out += ".\n\n";
   out += fmt::format(
-      "`lockstep mutants --count {} --seed {} --max-size {}`: {} of {} mutants killed ({:.0f} s).\n\n"
       "The allclose columns run a program to the end on the oracle and on the mutant, without "
       "re-synchronisation, and apply the usual hand-written check, allclose(rtol=1e-3, atol=5e-4) on the final "
       "parameter values only, with numpy's default equal_nan=False (\"NaN only\": caught only because NaN is not "
-      "equal to NaN; with equal_nan=True it is missed). On the shrunk program it catches {} of the {} killed "
-      "mutants; on the killing program before shrinking, {}.\n\n",
-      args.count, args.seed, args.max_size, killed, rows.size(), total_seconds, caught_shrunk, killed,
-      caught_original);
-  out += "| mutant | breaks | result | killed by | shrunk program | time to kill (programs run) | allclose, shrunk "
-         "| allclose, before shrinking |\n";
-  out += "|---|---|---|---|---|---|---|---|\n";
-  for (const KillRow& r : rows) {
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} |\n", r.info->name, r.info->semantics,
-                       r.killed ? "killed" : "**survived**", r.killed ? "`" + r.killer + "`" : "-",
-                       r.killed ? r.shrunk_size : "-",
-                       r.killed ? fmt::format("{:.2f} s ({})", r.seconds_to_kill, r.programs_tried) : "-",
-                       r.killed ? verdict_text(r.allclose_shrunk) : "-",
+      "equal to NaN; with equal_nan=True it is missed). On the in-process killing program, shrunk, it catches {} of "
+      "the {} killed mutants; before shrinking, {}.\n\n",
+      caught_shrunk, killed.front(), caught_original);
+  out += "| mutant | breaks |";
+  for (const SuitePath& p : paths) out += fmt::format(" {0}: killed by | {0}: time (programs) |", p.name);
+  out += " shrunk program | allclose, shrunk | allclose, before shrinking |\n|---|---|";
+  for (size_t p = 0; p < paths.size(); ++p) out += "---|---|";
+  out += "---|---|---|\n";
+  for (const MutantRows& m : rows) {
+    out += fmt::format("| `{}` | {} |", m.info->name, m.info->semantics);
+    for (const KillRow& r : m.by_path)
+      out += r.killed ? fmt::format(" `{}` | {:.2f} s ({}) |", r.killer, r.seconds_to_kill, r.programs_tried)
+                      : fmt::format(" **survived** | ({}) |", r.programs_tried);
+    const KillRow& r = m.by_path.front();
+    out += fmt::format(" {} | {} | {} |\n", r.killed ? r.shrunk_size : "-", r.killed ? verdict_text(r.allclose_shrunk) : "-",
                        r.killed ? verdict_text(r.allclose_original) : "-");
   }
   out += "\n## The mutants\n\n";
-  for (const KillRow& r : rows) {
-    out += fmt::format("- `{}` ({}): {}.", r.info->name, r.info->semantics, r.info->description);
-    if (r.killed) {
-      out += fmt::format(" First difference: {}. Reproduce: `{}`", one_line(r.failure), r.reproduce);
+  for (const MutantRows& m : rows) {
+    out += fmt::format("- `{}` ({}): {}.", m.info->name, m.info->semantics, m.info->description);
+    for (size_t p = 0; p < paths.size(); ++p) {
+      const KillRow& r = m.by_path[p];
+      if (r.killed)
+        out += fmt::format(" {}: {}. Reproduce: `{}`", paths[p].name, one_line(r.failure), r.reproduce);
     }
     out += "\n";
   }
   return out;
 }
 
-std::string json_text(const MutantsArgs& args, const std::vector<KillRow>& rows) {
+std::string json_text(const MutantsArgs& args, const std::vector<SuitePath>& paths, const std::vector<MutantRows>& rows) {
   nlohmann::ordered_json doc;
   doc["seed"] = args.seed;
   doc["count"] = args.count;
   doc["max_size"] = args.max_size;
   doc["allclose"] = {{"rtol", kRtol}, {"atol", kAtol}, {"equal_nan", false}, {"on", "final parameter values"}};
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const KillRow& r : rows) {
+  for (const MutantRows& mr : rows) {
     nlohmann::ordered_json m;
-    m["mutant"] = r.info->name;
-    m["semantics"] = r.info->semantics;
-    m["description"] = r.info->description;
-    m["killed"] = r.killed;
-    if (r.killed) {
-      m["killed_by"] = r.killer;
-      m["reproduce"] = r.reproduce;
-      m["first_difference"] = r.failure;
-      m["shrunk_size"] = r.shrunk_size;
-      m["shrink_steps"] = r.shrink_steps;
-      m["programs_run"] = r.programs_tried;
-      m["seconds_to_kill"] = r.seconds_to_kill;
-      m["allclose_shrunk"] = verdict_name(r.allclose_shrunk);
-      m["allclose_before_shrinking"] = verdict_name(r.allclose_original);
+    m["mutant"] = mr.info->name;
+    m["semantics"] = mr.info->semantics;
+    m["description"] = mr.info->description;
+    m["killed"] = std::all_of(mr.by_path.begin(), mr.by_path.end(), [](const KillRow& r) { return r.killed; });
+    nlohmann::ordered_json by_path = nlohmann::ordered_json::object();
+    for (size_t p = 0; p < paths.size(); ++p) {
+      const KillRow& r = mr.by_path[p];
+      nlohmann::ordered_json k;
+      k["killed"] = r.killed;
+      k["programs_run"] = r.programs_tried;
+      if (r.killed) {
+        k["killed_by"] = r.killer;
+        k["reproduce"] = r.reproduce;
+        k["first_difference"] = r.failure;
+        k["shrunk_size"] = r.shrunk_size;
+        k["shrink_steps"] = r.shrink_steps;
+        k["seconds_to_kill"] = r.seconds_to_kill;
+        k["allclose_shrunk"] = verdict_name(r.allclose_shrunk);
+        k["allclose_before_shrinking"] = verdict_name(r.allclose_original);
+      }
+      by_path[paths[p].name] = std::move(k);
     }
+    m["paths"] = std::move(by_path);
     list.push_back(std::move(m));
   }
   doc["mutants"] = std::move(list);
   return doc.dump(2) + "\n";
+}
+
+// lockstep-impl-driver beside this binary (the build puts both in build/).
+std::string impl_driver_beside_this_binary() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path driver = self.parent_path() / "lockstep-impl-driver";
+  return std::filesystem::exists(driver, ec) ? driver.string() : "";
 }
 
 }  // namespace
@@ -304,51 +355,93 @@ int command_mutants(const MutantsArgs& args) {
               << ")\n";
     return kExitInputError;
   }
+  if (args.paths != "both" && args.paths != "in-process" && args.paths != "driver") {
+    std::cerr << "lockstep mutants: --paths must be both, in-process or driver\n";
+    return kExitInputError;
+  }
   std::vector<NamedCase> cases;
-  Expectations known;
+  Expectations expectations;
   try {
     cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    known = load_expectations(default_expectations_file());
+    expectations = load_expectations(default_expectations_file());
   } catch (const std::exception& e) {
     std::cerr << "lockstep mutants: " << e.what() << "\n";
     return kExitInputError;
   }
+  const std::string driver = args.impl_driver.empty() ? impl_driver_beside_this_binary() : args.impl_driver;
+  if (args.paths != "in-process" && driver.empty()) {
+    std::cerr << "lockstep mutants: lockstep-impl-driver not found beside this binary; give --impl-driver PATH "
+                 "or --paths in-process\n";
+    return kExitInputError;
+  }
+
+  EngineFactory make_oracle = [] { return make_engine("oracle"); };
+  std::vector<SuitePath> paths;
+  if (args.paths != "driver")
+    paths.push_back(SuitePath{
+        "in-process",
+        [make_oracle](const std::string& mutant) {
+          return in_process_implementation(make_oracle, [mutant] { return make_engine("impl", mutant); },
+                                           LockstepOptions{});
+        },
+        [](const std::string& mutant) { return "impl --mutant " + shell_quote(mutant); }});
+  if (args.paths != "in-process")
+    paths.push_back(SuitePath{
+        "driver",
+        [make_oracle, driver](const std::string& mutant) {
+          return driver_implementation(make_oracle, mutant.empty() ? driver : driver + " --mutant " + mutant,
+                                       DriverOptions{}, Tolerance{});
+        },
+        [driver](const std::string& mutant) { return shell_quote(driver + " --mutant " + mutant); }});
 
   const auto t0 = Clock::now();
   const size_t named_count = cases.size();
-  MutantsRun run(args, std::move(cases), std::move(known));
-  std::vector<KillRow> rows;
-  fmt::print("lockstep mutants: {} named cases, then up to {} random programs per mutant (seed {}, max size {})\n",
-             named_count, args.count, args.seed, args.max_size);
+  std::vector<std::unique_ptr<MutantsRun>> runs;
+  for (const SuitePath& p : paths) {
+    runs.push_back(std::make_unique<MutantsRun>(args, cases, expectations, p));
+    if (!runs.back()->fatal_error().empty()) {
+      std::cerr << "lockstep mutants: the impl driver cannot start: " << runs.back()->fatal_error() << "\n";
+      return kExitInputError;
+    }
+  }
+  std::vector<MutantRows> rows;
+  fmt::print("lockstep mutants: {} named cases, then up to {} random programs per mutant (seed {}, max size {}); "
+             "paths: {}\n",
+             named_count, args.count, args.seed, args.max_size, args.paths);
   for (const impl::MutantInfo& m : catalogue) {
     if (!args.only.empty() && args.only != m.name) continue;
-    KillRow row = run.run(m);
-    if (row.killed) {
-      fmt::print("  killed    {:<36} by {} after {:.2f} s; shrunk to {}\n", m.name, row.killer,
-                 row.seconds_to_kill, row.shrunk_size);
-    } else {
-      fmt::print("  SURVIVED  {:<36} ({} programs)\n", m.name, row.programs_tried);
+    MutantRows mr;
+    mr.info = &m;
+    for (size_t p = 0; p < paths.size(); ++p) {
+      KillRow row = runs[p]->run(m);
+      if (row.killed) {
+        fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s; shrunk to {}\n", m.name, paths[p].name, row.killer,
+                   row.seconds_to_kill, row.shrunk_size);
+      } else {
+        fmt::print("  SURVIVED  {:<36} {:<10} ({} programs)\n", m.name, paths[p].name, row.programs_tried);
+      }
+      std::fflush(stdout);
+      mr.by_path.push_back(std::move(row));
     }
-    std::fflush(stdout);
-    rows.push_back(std::move(row));
+    rows.push_back(std::move(mr));
   }
   const double total = seconds_since(t0);
-  const std::string md = markdown(args, rows, total);
+  const std::string md = markdown(args, paths, rows, total);
   fmt::print("\n{}", md);
   if (!args.report_dir.empty()) {
     try {
       std::filesystem::create_directories(args.report_dir);
       write_file_atomically(args.report_dir + "/mutants-report.md", md);
-      write_file_atomically(args.report_dir + "/mutants-report.json", json_text(args, rows));
+      write_file_atomically(args.report_dir + "/mutants-report.json", json_text(args, paths, rows));
       fmt::print("reports: {0}/mutants-report.md, {0}/mutants-report.json\n", args.report_dir);
     } catch (const std::exception& e) {
       std::cerr << "lockstep mutants: cannot write the reports: " << e.what() << "\n";
       return kExitInputError;
     }
   }
-  for (const KillRow& r : rows) {
-    if (!r.killed) return kExitDiscrepancies;
-  }
+  for (const MutantRows& m : rows)
+    for (const KillRow& r : m.by_path)
+      if (!r.killed) return kExitDiscrepancies;
   return kExitOk;
 }
 

@@ -2,7 +2,9 @@
 //
 // Every mutant of impl is run through the suite: the named cases first (claim checks and lockstep against
 // the oracle), then up to `count` seeded random programs (every fourth with NaN and +-Inf), until one kills
-// it, i.e. fails on the mutant while the unmutated impl passes it. The killing program is shrunk, and the
+// it, i.e. fails on the mutant while the unmutated impl passes it, on each path: in-process (lockstep) and
+// through impl's protocol driver with --mutant (free-running with the error budget, the path every external
+// implementation takes). The killing program is shrunk, and the
 // table says which case or program killed each mutant, how small the shrunk program is, how long the kill
 // took, and whether the usual end-of-training check, allclose(rtol=1e-3, atol=5e-4) on the final
 // parameters, would have caught the mutant on the same program (shrunk, and before shrinking).
@@ -27,6 +29,8 @@ struct MutantsArgs {
   std::string only;             // run just this mutant
   double shrink_seconds = 5;    // budget to shrink one killing program
   std::string cases_dir;        // empty: the shipped named cases
+  std::string paths = "both";   // in-process (lockstep), driver (impl's protocol driver, --mutant), or both
+  std::string impl_driver;      // empty: lockstep-impl-driver beside the lockstep binary
 };
 
 int command_mutants(const MutantsArgs& args);

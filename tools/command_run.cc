@@ -151,19 +151,8 @@ int command_run(const RunArgs& args) {
   if (args.only_index < 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
-      LockstepResult result = subject->run(c.id, c.program, expectations.mask_for(c.id));
+      LockstepResult result = run_case(*subject, c, expectations);
       if (fatal()) return kExitInputError;
-      if (result.skipped.empty()) {
-        std::string why;
-        std::optional<Trace> own = subject->trace(c.id, c.program, why);
-        std::vector<std::string> claim_failures = own ? check_case(c, *own) : std::vector<std::string>{why};
-        if (!claim_failures.empty()) {
-          result.passed = false;
-          std::string text = "claim checks failed:";
-          for (const auto& f : claim_failures) text += "\n  " + f;
-          result.engine_failure = result.engine_failure.empty() ? text : result.engine_failure + "\n" + text;
-        }
-      }
       CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);

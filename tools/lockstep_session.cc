@@ -2,27 +2,16 @@
 
 #include <chrono>
 
-#include "conformance/run/interpreter.h"
 #include "conformance/report/report.h"
-#include "tools/engines.h"
 
 namespace lockstep::tools {
 
-LockstepResult run_against_oracle(const Program& program, const EngineFactory& make_under_test,
-                                  const LockstepOptions& options) {
-  auto oracle = make_engine("oracle");
-  auto under_test = make_under_test();
-  return run_lockstep(program, *oracle, *under_test, options);
-}
-
-LockstepResult run_named_case(const NamedCase& c, const EngineFactory& make_under_test,
-                              const LockstepOptions& options) {
-  std::vector<std::string> claim_failures;
-  {
-    auto engine = make_under_test();
-    claim_failures = check_case(c, run_program(c.program, *engine));
-  }
-  LockstepResult result = run_against_oracle(c.program, make_under_test, options);
+LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations) {
+  LockstepResult result = subject.run(c.id, c.program, expectations.mask_for(c.id));
+  if (!result.skipped.empty() || !subject.fatal_error().empty()) return result;
+  std::string why;
+  std::optional<Trace> own = subject.trace(c.id, c.program, why);
+  std::vector<std::string> claim_failures = own ? check_case(c, *own) : std::vector<std::string>{why};
   if (!claim_failures.empty()) {
     result.passed = false;
     std::string text = "claim checks failed:";
@@ -32,9 +21,14 @@ LockstepResult run_named_case(const NamedCase& c, const EngineFactory& make_unde
   return result;
 }
 
+LockstepResult run_program_case(TestedImplementation& subject, const std::string& id, const Program& program,
+                                const Expectations& expectations) {
+  return subject.run(id, program, expectations.mask_for(id));
+}
+
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
-                            const Expectations* known) {
-  return !result.passed && make_case_report(case_id, result, std::nullopt, "", known).status == CaseStatus::Failed;
+                            const Expectations* expectations) {
+  return make_case_report(case_id, result, std::nullopt, "", expectations).status == CaseStatus::Failed;
 }
 
 Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,

@@ -1,11 +1,12 @@
-// tools/lockstep_session.h: the pieces `lockstep run` and `lockstep mutants` share: one program (or named
-// case) on an engine under test against a fresh oracle, whether a result is a failure that no known
-// discrepancy explains, and shrinking a failing random program within a time budget.
+// tools/lockstep_session.h: the pieces `lockstep run` and `lockstep mutants` share: a named case (its claims
+// and the comparison with the oracle) or a program on any implementation under test (in-process engine or
+// driver, conformance/run/tested_implementation.h), whether a result is a failure the expectations do not
+// accept, and shrinking a failing random program within a time budget.
 //
 // Example:
-//   EngineFactory under_test = [] { return make_engine("impl", "zero_grad_noop"); };
-//   LockstepResult r = run_named_case(c, under_test, LockstepOptions{});
-//   if (is_unexplained_failure(c.id, r, &known)) ...
+//   auto subject = in_process_implementation(oracle_factory, [] { return make_engine("impl", "zero_grad_noop"); }, {});
+//   LockstepResult r = run_case(*subject, c, expectations);
+//   if (is_unexplained_failure(c.id, r, &expectations)) ...
 //   Program small = shrink_program(shrinkable, [&](const Program& p) { return ...; }, 10.0, &stats);
 #pragma once
 
@@ -15,29 +16,27 @@
 
 #include <rapidcheck.h>
 
-#include "conformance/run/engine.h"
 #include "conformance/compare/expectations.h"
+#include "conformance/generate/shrink.h"
+#include "conformance/program/program.h"
 #include "conformance/run/lockstep_runner.h"
 #include "conformance/run/named_case.h"
-#include "conformance/program/program.h"
-#include "conformance/generate/shrink.h"
+#include "conformance/run/tested_implementation.h"
 
 namespace lockstep::tools {
 
-using EngineFactory = std::function<std::unique_ptr<Engine>()>;
+// A named case on `subject`: the comparison with the oracle (with the case's masks), then its claim checks on
+// the implementation's own trace (skipped when the implementation declined the program). Failed claims make
+// the result fail and are listed in engine_failure.
+LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations);
 
-// `program` in lockstep (or free-running, per options) on a fresh oracle and a fresh engine under test.
-LockstepResult run_against_oracle(const Program& program, const EngineFactory& make_under_test,
-                                  const LockstepOptions& options);
+// A program on `subject` with the masks of case `id`.
+LockstepResult run_program_case(TestedImplementation& subject, const std::string& id, const Program& program,
+                                const Expectations& expectations);
 
-// A named case: its claim checks on a fresh engine under test (conformance/run/named_case.h), then the program
-// against the oracle. Failed claims make the result fail and are listed in engine_failure.
-LockstepResult run_named_case(const NamedCase& c, const EngineFactory& make_under_test,
-                              const LockstepOptions& options);
-
-// Whether `result` failed and `known` (may be null) does not explain it (report.h, make_case_report).
+// Whether `result` failed and the expectations (may be null) do not accept it (report.h, make_case_report).
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
-                            const Expectations* known);
+                            const Expectations* expectations);
 
 // The smallest program that still fails (shrink.h, shrink_failure) within `seconds`.
 Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,

@@ -111,6 +111,13 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   mutants->add_option("--cases", mutants_args.cases_dir, "Directory of named cases (default: the shipped ones)");
+  mutants->add_option("--paths", mutants_args.paths,
+                      "Where the suite reaches each mutant: in-process (lockstep), driver (impl's protocol driver, "
+                      "free-running), or both")
+      ->check(CLI::IsMember({"both", "in-process", "driver"}))
+      ->capture_default_str();
+  mutants->add_option("--impl-driver", mutants_args.impl_driver,
+                      "lockstep-impl-driver to use for the driver path (default: beside this binary)");
 
   try {
     app.parse(argc, argv);

@@ -77,7 +77,9 @@ void BM_LockstepRandomPrograms(benchmark::State& state) {
       auto oracle = make_torch_engine();
       auto impl = make_impl_engine();
       TimedEngine timed(*oracle, oracle_seconds);
-      LockstepResult r = run_lockstep(p, timed, *impl);
+      LockstepOptions options;
+      options.mode = state.range(1) ? RunMode::FreeRunning : RunMode::Lockstep;
+      LockstepResult r = run_lockstep(p, timed, *impl, options);
       failed += r.passed ? 0 : 1;
       ++done;
     }
@@ -87,7 +89,13 @@ void BM_LockstepRandomPrograms(benchmark::State& state) {
   state.counters["overhead_ratio"] = total_seconds / oracle_seconds;
   state.counters["failed"] = static_cast<double>(failed);
 }
-BENCHMARK(BM_LockstepRandomPrograms)->Arg(30)->Arg(100)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+// Args: max size, free-running (0: lockstep mode, 1: free-running with the error budget).
+BENCHMARK(BM_LockstepRandomPrograms)
+    ->Args({30, 0})
+    ->Args({100, 0})
+    ->Args({30, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
 
 }  // namespace
 }  // namespace lockstep

@@ -16,10 +16,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "conformance/generate/generators.h"
 #include "conformance/run/external_driver.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/replay.h"
+#include "conformance/run/tested_implementation.h"
 #include "impl/engine_adapter.h"
+#include "oracle/torch_bench.h"
+#include "oracle/torch_engine.h"
 
 namespace lockstep {
 namespace {
@@ -91,6 +95,35 @@ void BM_ReplayCorpusImplDriver(benchmark::State& state) {
   state.counters["driver_starts"] = driver.starts();
 }
 BENCHMARK(BM_ReplayCorpusImplDriver)->Unit(benchmark::kMillisecond);
+
+// Random programs against LibTorch through the impl driver (the path every external implementation takes):
+// the oracle in-process, the program over the protocol, the traces compared with the error budget.
+void BM_RandomProgramsImplDriver(benchmark::State& state) {
+  const std::string path = impl_driver_path();
+  if (path.empty()) {
+    state.SkipWithError("lockstep-impl-driver not found (set LOCKSTEP_IMPL_DRIVER)");
+    return;
+  }
+  torch_set_num_threads(1);
+  GenOptions gen;
+  gen.max_size = 30;
+  RandomPrograms programs(1, gen);
+  std::vector<Program> batch;
+  for (int i = 0; i < 200; ++i) batch.push_back(programs.at(static_cast<uint64_t>(i)).value());
+  auto subject = driver_implementation([] { return make_torch_engine(); }, path, DriverOptions{}, Tolerance{});
+  subject->run("warm-up", batch.front());  // start the process outside the timing
+  int64_t failed = 0, done = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < batch.size(); ++i) failed += subject->run("random-" + std::to_string(i), batch[i]).passed ? 0 : 1;
+    done += static_cast<int64_t>(batch.size());
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  state.counters["programs_per_second"] = done / seconds;
+  state.counters["failed"] = static_cast<double>(failed);
+}
+BENCHMARK(BM_RandomProgramsImplDriver)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_DriverRoundTripEcho(benchmark::State& state) {
   ExternalDriver driver("cat");
