@@ -258,8 +258,14 @@ TEST(Cli, DefaultRunChecksImplAgainstLibTorch) {
 // A live driver run's report holds the shrunk program, the driver's stderr and the first differing field.
 TEST(Cli, DriverFailureReportHasShrunkProgramAndDriverStderr) {
   fs::path d = temp_dir("driver-report");
-  const std::string driver = std::string("'sh -c \"echo driver-says-hello >&2; exec ") + IMPL_DRIVER +
-                             " --mutant adam_eps_inside_sqrt\"'";
+  // A driver that logs every request on stderr (while the request is pending), then answers through impl.
+  const fs::path script = d / "noisy-driver.sh";
+  {
+    std::ofstream out(script);
+    out << "while IFS= read -r line; do echo 'noisy driver: working on a request' >&2; printf '%s\\n' \"$line\"; done | "
+        << IMPL_DRIVER << " --mutant adam_eps_inside_sqrt\n";
+  }
+  const std::string driver = "'sh " + script.string() + "'";
   Result r = run("run --engine " + driver + " --count 30 --seed 2 --shrink-seconds 2 --report-dir " + d.string());
   ASSERT_EQ(r.exit_code, 1) << r.out;
   nlohmann::json j = nlohmann::json::parse(read_file(d / "lockstep-report.json"));
@@ -270,6 +276,8 @@ TEST(Cli, DriverFailureReportHasShrunkProgramAndDriverStderr) {
     EXPECT_TRUE(f.contains("program"));
     EXPECT_TRUE(f.contains("original_program"));
     EXPECT_FALSE(f.at("differences").empty());
+    ASSERT_TRUE(f.contains("driver_stderr"));
+    EXPECT_NE(f.at("driver_stderr").get<std::string>().find("noisy driver: working on a request"), std::string::npos);
     seen = true;
     break;
   }

@@ -302,9 +302,15 @@ class Comparer {
     // at the magnitude the parameter has on the way, and the roundings add up.
     if (ctx_.repeated_update_peaks) {
       auto it = ctx_.repeated_update_peaks->find(p.name);
-      if (it != ctx_.repeated_update_peaks->end() && it->second.peak.size() == n)
-        for (size_t i = 0; i < n; ++i)
-          s.update[i] = std::max(s.update[i], it->second.peak[i]) * static_cast<double>(it->second.updates);
+      if (it != ctx_.repeated_update_peaks->end() && it->second.peak.size() == n) {
+        const double updates = static_cast<double>(it->second.updates);
+        for (size_t i = 0; i < n; ++i) {
+          s.update[i] = std::max(s.update[i], it->second.peak[i]) * updates;
+          // The moments' later updates read the moved parameter through the L2 term.
+          s.gradient[i] = std::max(s.gradient[i], std::fabs(g[i]) + (l2 != 0 ? l2 * it->second.peak[i] : 0.0)) * updates;
+          s.gradient_sq[i] = s.gradient[i] * s.gradient[i];
+        }
+      }
     }
     return s;
   }
