@@ -394,6 +394,42 @@ void accumulate(std::vector<double>& into, const std::vector<double>& add) {
   }
 }
 
+// The backward of the ops whose local derivative is the other operand, shared by the scale backward (operands
+// stand in as their scales B) and the signed backward (as their values): matmul (dA += G C^T, dC += A^T G),
+// linear (x W^T + b), embedding (rows gathered: their gradients scattered back).
+void matmul_backward(const Node& n, Node& a, Node& c, const std::vector<double>& a_factor,
+                     const std::vector<double>& c_factor) {
+  const int64_t rows = a.shape[0], inner = a.shape[1], cols = c.shape[1];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const double g = n.s[i * cols + j];
+      for (int64_t k2 = 0; k2 < inner; ++k2) {
+        a.s[i * inner + k2] += g * c_factor[k2 * cols + j];
+        c.s[k2 * cols + j] += g * a_factor[i * inner + k2];
+      }
+    }
+}
+
+void linear_backward(const Node& n, Node& x, Node& w, Node* bias, const std::vector<double>& x_factor,
+                     const std::vector<double>& w_factor) {
+  const int64_t rows = x.shape[0], inner = x.shape[1], cols = w.shape[0];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const double g = n.s[i * cols + j];
+      for (int64_t k2 = 0; k2 < inner; ++k2) {
+        x.s[i * inner + k2] += g * w_factor[j * inner + k2];
+        w.s[j * inner + k2] += g * x_factor[i * inner + k2];
+      }
+      if (bias) bias->s[j] += g;
+    }
+}
+
+void embedding_backward(const Node& n, const Expr& e, Node& w) {
+  const int64_t dim = w.shape[1];
+  for (size_t l = 0; l < e.indices.size(); ++l)
+    for (int64_t j = 0; j < dim; ++j) w.s[e.indices[l] * dim + j] += n.s[l * dim + j];
+}
+
 // The backward on absolute values: each node's scale S is distributed to its operands through the local
 // derivative's magnitude plus its sensitivity to the operands' rounding, |f'| + |f''| * B (tolerance.h).
 void backward_scales(std::vector<Node>& nodes, const std::vector<double>& seed, double min_normal,
@@ -528,46 +564,15 @@ void backward_scales(std::vector<Node>& nodes, const std::vector<double>& seed, 
         }
         break;
       }
-      case Op::Matmul: {
-        Node& a = child(0);
-        Node& c = child(1);
-        const int64_t rows = a.shape[0], inner = a.shape[1], cols = c.shape[1];
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = 0; j < cols; ++j) {
-            const double g = n.s[i * cols + j];
-            for (int64_t k2 = 0; k2 < inner; ++k2) {
-              a.s[i * inner + k2] += g * c.b[k2 * cols + j];
-              c.s[k2 * cols + j] += g * a.b[i * inner + k2];
-            }
-          }
+      case Op::Matmul:
+        matmul_backward(n, child(0), child(1), child(0).b, child(1).b);
         break;
-      }
-      case Op::Linear: {
-        Node& x = child(0);
-        Node& w = child(1);
-        const int64_t rows = x.shape[0], inner = x.shape[1], cols = w.shape[0];
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = 0; j < cols; ++j) {
-            const double g = n.s[i * cols + j];
-            for (int64_t k2 = 0; k2 < inner; ++k2) {
-              x.s[i * inner + k2] += g * w.b[j * inner + k2];
-              w.s[j * inner + k2] += g * x.b[i * inner + k2];
-            }
-          }
-        if (n.args.size() > 2) {
-          Node& bias = child(2);
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) bias.s[j] += n.s[i * cols + j];
-        }
+      case Op::Linear:
+        linear_backward(n, child(0), child(1), n.args.size() > 2 ? &child(2) : nullptr, child(0).b, child(1).b);
         break;
-      }
-      case Op::Embedding: {
-        Node& w = child(0);
-        const int64_t dim = w.shape[1];
-        for (size_t l = 0; l < e.indices.size(); ++l)
-          for (int64_t j = 0; j < dim; ++j) w.s[e.indices[l] * dim + j] += n.s[l * dim + j];
+      case Op::Embedding:
+        embedding_backward(n, e, child(0));
         break;
-      }
       case Op::CrossEntropy: {
         Node& x = child(0);
         const int64_t rows = x.shape[0], classes = x.shape[1];
@@ -729,46 +734,15 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
         }
         break;
       }
-      case Op::Matmul: {
-        Node& a = child(0);
-        Node& c = child(1);
-        const int64_t rows = a.shape[0], inner = a.shape[1], cols = c.shape[1];
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = 0; j < cols; ++j) {
-            const double g = n.s[i * cols + j];
-            for (int64_t k2 = 0; k2 < inner; ++k2) {
-              a.s[i * inner + k2] += g * c.v[k2 * cols + j];
-              c.s[k2 * cols + j] += g * a.v[i * inner + k2];
-            }
-          }
+      case Op::Matmul:
+        matmul_backward(n, child(0), child(1), child(0).v, child(1).v);
         break;
-      }
-      case Op::Linear: {
-        Node& x = child(0);
-        Node& w = child(1);
-        const int64_t rows = x.shape[0], inner = x.shape[1], cols = w.shape[0];
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = 0; j < cols; ++j) {
-            const double g = n.s[i * cols + j];
-            for (int64_t k2 = 0; k2 < inner; ++k2) {
-              x.s[i * inner + k2] += g * w.v[j * inner + k2];
-              w.s[j * inner + k2] += g * x.v[i * inner + k2];
-            }
-          }
-        if (n.args.size() > 2) {
-          Node& bias = child(2);
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) bias.s[j] += n.s[i * cols + j];
-        }
+      case Op::Linear:
+        linear_backward(n, child(0), child(1), n.args.size() > 2 ? &child(2) : nullptr, child(0).v, child(1).v);
         break;
-      }
-      case Op::Embedding: {
-        Node& w = child(0);
-        const int64_t dim = w.shape[1];
-        for (size_t l = 0; l < e.indices.size(); ++l)
-          for (int64_t j = 0; j < dim; ++j) w.s[e.indices[l] * dim + j] += n.s[l * dim + j];
+      case Op::Embedding:
+        embedding_backward(n, e, child(0));
         break;
-      }
       case Op::CrossEntropy: {
         Node& x = child(0);
         const int64_t rows = x.shape[0], classes = x.shape[1];
