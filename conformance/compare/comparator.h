@@ -45,11 +45,11 @@ struct Difference {
   double actual = std::numeric_limits<double>::quiet_NaN();
   double absolute_error = std::numeric_limits<double>::quiet_NaN();
   double relative_error = std::numeric_limits<double>::quiet_NaN();  // |a-e| / |e|; inf when e == 0
-  double ulp_error = std::numeric_limits<double>::quiet_NaN();       // |a-e| / ulp(m)
+  double ulp_error = std::numeric_limits<double>::quiet_NaN();       // |a-(e+carried)| / ulp(m)
   double scale = std::numeric_limits<double>::quiet_NaN();           // m
   double allowed_ulps = std::numeric_limits<double>::quiet_NaN();    // k_eff
-  double carried = 0;         // the element's error budget (error_budget.h), added to k_eff * ulp(m)
-  std::string bound;          // "4 ulp of 3.5 (float32)" (+ " + 1.2e-07 carried"), or a rule: "exact"
+  double carried = 0;         // the element's error budget (error_budget.h): the value must round from expected + carried
+  std::string bound;          // "4 ulp of 3.5 (float32)" (+ " around expected +1.2e-07 carried"), or a rule: "exact"
   // A summary entry that stands for this many further out-of-tolerance elements of the tensor at `path`
   // ("w → grad[...]"); its numbers are NaN. 0 for every other entry.
   size_t omitted = 0;

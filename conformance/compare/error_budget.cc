@@ -16,12 +16,12 @@ const std::vector<double>* ErrorBudget::find(const std::string& field) const {
 
 namespace {
 
-// |a - b| per element; 0 where it is not finite or the sizes differ.
+// a - b per element (the actual side minus the expected side); 0 where it is not finite or the sizes differ.
 std::vector<double> deviation(const std::vector<double>& a, const std::vector<double>& b) {
   std::vector<double> d(a.size(), 0.0);
   if (a.size() != b.size()) return d;
   for (size_t i = 0; i < a.size(); ++i) {
-    const double x = std::fabs(a[i] - b[i]);
+    const double x = a[i] - b[i];
     d[i] = std::isfinite(x) ? x : 0.0;
   }
   return d;

@@ -9,9 +9,14 @@
 //
 //     |y_actual - y_expected| <= k * ulp(m)  +  |f(x_actual) - f(x_expected)|
 //
-// where f is the action's mathematics evaluated in double on each side's own inputs (the triangle
-// inequality: each engine rounds f at its own inputs). The second term is the budget. It uses the true f,
-// never the implementation's, so a wrong formula is not absorbed: with equal inputs the budget is zero.
+// Precisely: each engine rounds f at its own inputs, y_a = f(x_a) + r_a and y_e = f(x_e) + r_e, so
+//
+//     | y_actual - (y_expected + delta) | <= k * ulp(m),     delta = f(x_actual) - f(x_expected)
+//
+// The budget is the SIGNED shift delta, evaluated in double with the specification's f, never the
+// implementation's: the tested value must be a correct rounding of the specification at its own inputs,
+// however far those inputs drifted. (Used as symmetric slack |delta| it would accept a wrong value up to
+// 2 |delta| away, e.g. after a relu kink flipped between the sides.) With equal inputs delta is zero.
 //  - forward: f = the loss expression at each side's parameters (exact_evaluation in tolerance.h);
 //  - backward: each reached grad is its value before plus the expression's gradient at the parameters of the
 //    held forward, so the budget is the deviation the grad had before plus |grad f(x_a) - grad f(x_e)|;
@@ -22,6 +27,8 @@
 //    and momentum buffer (what the engine actually used), so rounding inside the moments (subnormal
 //    second moments in particular) reaches the parameter's budget.
 // Non-finite budget elements are 0 (non-finite values are compared exactly anyway).
+// For float64 values the double evaluation of f rounds as coarsely as the engines do, so where delta is not 0
+// the comparator allows k more ULPs (comparator.cc).
 //
 // Example:
 //   ErrorBudget b = step_budget(OptimizerKind::Adam, expected_before, actual_before, expected_after, actual_after);
@@ -39,7 +46,7 @@ namespace lockstep {
 
 struct ErrorBudget {
   // Field path as in Difference::path without the index ("w → grad", "w → exp_avg", "output → value",
-  // "handle g0 → value") -> per element, in the tensor's row-major order.
+  // "handle g0 → value") -> per element, in the tensor's row-major order: f(x_actual) - f(x_expected).
   std::map<std::string, std::vector<double>> fields;
 
   const std::vector<double>* find(const std::string& field) const;

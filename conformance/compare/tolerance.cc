@@ -301,7 +301,7 @@ class ScaleTape {
           const double d = a.v[i] - c.v[i];
           const double bd = a.b[i] + c.b[i];
           v += d * d;
-          b += bd * bd;
+          b += std::max(bd * bd, d * d + 2 * std::fabs(d) * bd);  // as Square: d^2 + |2d| * B(d)
         }
         const double count = static_cast<double>(a.v.size());
         n.shape = {};

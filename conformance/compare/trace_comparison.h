@@ -53,7 +53,6 @@ class TraceComparison {
   const std::vector<MaskedDifference>& masked() const { return masked_; }
   // Whether a masked difference was structural (the sides' structure may differ from then on).
   bool masked_structure() const { return masked_structure_; }
-  const Record& actual_previous() const { return actual_previous_; }
 
  private:
   struct HeldForward {

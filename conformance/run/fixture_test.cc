@@ -339,31 +339,36 @@ TEST(ReplayExpectations, FailureBecomesExpectedAndPassBecomesUnexpected) {
 TEST(ReplayExpectations, MaskedDifferencesDoNotEndTheComparison) {
   Fixture f = fixture_of(sgd_program(), "case-a");
   Expectations e;
-  e.entries = {{"case-*", {"w → grad*", "group * → momentum"}, "a known API difference", "api_difference"}};
+  e.entries = {{"case-*", {"w → grad.requires_grad", "group * → momentum"}, "a known API difference", "api_difference"}};
   const FieldMask mask = e.mask_for(f.id);
-  // Only the masked field differs: known (masked), not failed.
+  // Only the masked field differs (from the first backward on): known (masked), not failed.
   Trace masked_only = f.expected;
   for (Record& rec : masked_only.records)
-    if (rec.state.params[0].grad.defined) rec.state.params[0].grad.value.data[0] += 1;
+    if (rec.state.params[0].grad.defined) rec.state.params[0].grad.requires_grad = !rec.state.params[0].grad.requires_grad;
   ReplayCaseResult r = compare_fixture_trace(f, masked_only, Tolerance{}, mask);
   EXPECT_EQ(r.status, ReplayStatus::Passed) << r.summary();
   ASSERT_FALSE(r.masked.empty());
   EXPECT_EQ(r.masked.front().reason, "a known API difference");
+  EXPECT_EQ(r.masked.front().difference.path, "w → grad.requires_grad");
   ReplayConfig config;
   config.expectations = e;
   apply_expectations(r, config);
   EXPECT_EQ(r.status, ReplayStatus::ExpectedFailure);
-  // The masked field differs from the first record on, and a later value of another parameter is wrong (w's own
-  // value may carry its masked grad's deviation through the error budget; b's may not): failed, there.
+  // The masked field differs in every record after the first backward, and the last step's value is wrong:
+  // failed, there.
   Trace later_bug = masked_only;
   const size_t last = later_bug.records.size() - 1;
-  later_bug.records[last].state.params[1].value.data[0] += 0.25;
+  later_bug.records[last].state.params[0].value.data[0] += 0.25;
   ReplayCaseResult r2 = compare_fixture_trace(f, later_bug, Tolerance{}, mask);
   EXPECT_EQ(r2.status, ReplayStatus::Failed);
   ASSERT_TRUE(r2.failed_action);
   EXPECT_EQ(*r2.failed_action, last);
   ASSERT_FALSE(r2.differences.empty());
-  EXPECT_EQ(r2.differences.front().path, "b → value") << r2.differences.front().path;
+  EXPECT_EQ(r2.differences.front().path, "w → value[0]");
+  // Without the mask the same trace fails at the first backward.
+  ReplayCaseResult r3 = compare_fixture_trace(f, later_bug, Tolerance{});
+  ASSERT_TRUE(r3.failed_action);
+  EXPECT_EQ(*r3.failed_action, 1u);
 }
 
 TEST(ToleranceOverrides, ReadAndApplyInOrder) {
