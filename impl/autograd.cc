@@ -231,7 +231,11 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
                                                 std::to_string(node->inputs.size()) + " inputs");
       }
     }
-    grad_out = Tensor();  // so that a grad passed straight through is owned by its receivers only
+    // grad_out stays alive while the node's gradients are handed on: a gradient the node passes straight
+    // through (add, sub) is then still held here when a leaf receives it, so the leaf copies it instead of
+    // taking it over (SEM-3.1). Black-box (LibTorch 1.13): in add(sum(p0), sub(p1, c)) with 0-d leaves, p0 takes
+    // over sum's new tensor but p1 copies the pass-through, so two backwards give grads 2 and 2 (not 3 and 3,
+    // as when both leaves take over tensors on one storage, add(sum(p0), sum(p1))).
     if (!retain_graph && !mutant_active(Mutant::RetainGraphIgnored)) {  // SEM-2.5: free what the node saved
       node->saved.clear();
       node->saved_freed = true;
@@ -257,6 +261,7 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
         }
       }
     }
+    grad_out = Tensor();
   }
 }
 

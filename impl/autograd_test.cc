@@ -476,6 +476,16 @@ TEST(Autograd, SEM_3_1_NoSharedGradStorageWhereTheOracleHasNone) {
   EXPECT_FALSE(shares_after_two_backwards({}, sum_and_leaf));
   EXPECT_FALSE(shares_after_two_backwards({}, sub_sums));     // p1 receives -g, a new tensor
   EXPECT_FALSE(shares_after_two_backwards({}, scaled_sums));
+  // A gradient a node passes straight through (add, sub) is copied by the leaf, never taken over: with the
+  // other leaf holding sum's tensor on the same storage, taking it over would leak one grad into the other
+  // (found by the lockstep property, RapidCheck: 3 and 3 against the oracle's 2 and 2).
+  const Tensor zero = Tensor::scalar(DType::Float32, 0);
+  auto sum_and_sub = [&](const Tensor& a, const Tensor& b) { return ops::add(ops::sum(a), ops::sub(b, zero)); };
+  auto sum_and_add = [&](const Tensor& a, const Tensor& b) { return ops::add(ops::sum(a), ops::add(b, zero)); };
+  auto sub_and_sum = [&](const Tensor& a, const Tensor& b) { return ops::add(ops::sub(a, zero), ops::sum(b)); };
+  EXPECT_FALSE(shares_after_two_backwards({}, sum_and_sub));
+  EXPECT_FALSE(shares_after_two_backwards({}, sum_and_add));
+  EXPECT_FALSE(shares_after_two_backwards({}, sub_and_sum));
 }
 
 TEST(Autograd, SEM_3_3_CreateGraphGradsDoNotShareStorage) {
