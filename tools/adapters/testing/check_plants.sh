@@ -9,7 +9,7 @@
 #   fixtures  the error planted into a copy of fixtures/corpus' expected traces, `lockstep replay --engine impl`
 #   replay    `lockstep replay` of the shipped corpus on `plant_error.py driver -- IMPL_DRIVER`
 #   live      `lockstep run` (named cases + $PLANT_LIVE_COUNT random programs, seed 7) on the same wrapper
-# it asserts: every case with a planted error fails, at the planted record (setup or action index), with the
+# it asserts: every case with a planted error fails, at the planted record (setup or action index), with
 # the planted field among the differences of that record (path "w → grad", "w → grad[1]", ...); a shrunk live program (the
 # report's program is not the one planted into) need only fail; every case without a plant passes or is
 # skipped. One line per (kind, path) with counts; exit 1 with the violations listed when any, 2 on bad usage.
