@@ -666,7 +666,8 @@ const std::vector<VariantInfo>& variant_catalogue() {
       {"reciprocal",
        "Adam/AdamW p - (lr/bc1) * (exp_avg * (1/denom)); SGD p + (-lr)*d as a multiply then an add"},
       {"sqrt-ratio", "Adam/AdamW denom = sqrt(v / bc2) + eps and update (exp_avg / denom) * (lr/bc1)"},
-      {"ulp-noise", "every number an action changed moves one ULP up or down (deterministic hash)"},
+      {"ulp-noise", "every number an action changed moves one ULP up or down (deterministic hash); a stress "
+                    "variant beyond correct rounding"},
       {"double-accumulate", "forward and backward of float32 programs computed in float64, rounded once"},
   };
   return catalogue;

@@ -16,7 +16,10 @@
 //                      then an add
 //   sqrt-ratio         Adam/AdamW: denom = sqrt(v / bc2) + eps, update (exp_avg / denom) * (lr/bc1)
 //   ulp-noise          every number an action changed moves by one ULP of itself, up or down by a
-//                      deterministic hash of (action, field, element): a different rounding anywhere
+//                      deterministic hash of (action, field, element): a different rounding anywhere. A
+//                      stress variant beyond correct rounding (1.5 ULP from exact where a correctly rounding
+//                      engine is 0.5): it fails the tutorials' exact claims by design, and a few programs in
+//                      100,000 without re-synchronisation (README "Known discrepancies and findings")
 //   double-accumulate  forward and backward of float32 programs computed in float64 (a shadow impl engine
 //                      on float64 copies of the parameters) and rounded once to float32
 // A variant engine's name() is "impl~NAME".
