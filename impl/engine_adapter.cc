@@ -185,7 +185,8 @@ OptimizerOptions over_defaults(const OptimizerOptions& defaults, const Optimizer
 
 class ImplEngine : public Engine {
  public:
-  explicit ImplEngine(impl::Mutant mutant = impl::Mutant::None) : mutant_(mutant) {}
+  explicit ImplEngine(impl::Mutant mutant = impl::Mutant::None, bool zero_grad_default_none = false)
+      : mutant_(mutant), zero_grad_default_none_(zero_grad_default_none) {}
 
   std::string name() const override {
     return mutant_ == impl::Mutant::None ? "impl" : std::string("impl+") + impl::mutant_name(mutant_);
@@ -271,9 +272,10 @@ class ImplEngine : public Engine {
     });
   }
 
-  void zero_grad(bool set_to_none) override {
-    guarded([&] { require_optimizer("zero_grad").zero_grad(set_to_none); });  // SEM-4.1, SEM-4.2
+  void zero_grad(std::optional<bool> set_to_none) override {  // SEM-4.1, SEM-4.2, SEM-12.1
+    guarded([&] { require_optimizer("zero_grad").zero_grad(set_to_none.value_or(zero_grad_default_none_)); });
   }
+  bool zero_grad_sets_to_none_by_default() const override { return zero_grad_default_none_; }
 
   void set_grad_none(const std::string& param) override {
     guarded([&] { tensor_of(param).reset_grad(); });
@@ -513,16 +515,17 @@ class ImplEngine : public Engine {
   std::vector<std::pair<std::string, impl::Tensor>> handles_;  // in the order first taken
   impl::Tensor output_;  // the held forward output; undefined before the first forward
   impl::Mutant mutant_ = impl::Mutant::None;  // mutants.h; selected around every method by guarded()
+  bool zero_grad_default_none_ = false;  // SEM-12.1
   OptimizerOptions defaults_spec_;            // the optimizer's defaults as given (GroupOptionsInheritDefaults)
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> make_impl_engine(const std::string& mutant) {
-  if (mutant.empty()) return std::make_unique<ImplEngine>();
+std::unique_ptr<Engine> make_impl_engine(const std::string& mutant, bool zero_grad_default_none) {
+  if (mutant.empty()) return std::make_unique<ImplEngine>(impl::Mutant::None, zero_grad_default_none);
   std::optional<impl::Mutant> m = impl::mutant_from_name(mutant);
   if (!m) throw std::invalid_argument("unknown mutant '" + mutant + "' (known: " + impl::mutant_names_joined() + ")");
-  return std::make_unique<ImplEngine>(*m);
+  return std::make_unique<ImplEngine>(*m, zero_grad_default_none);
 }
 
 }  // namespace lockstep

@@ -25,7 +25,8 @@ namespace lockstep {
 
 // `mutant` selects a deliberate deviation of impl (impl/mutants.h) for every action of this engine only;
 // empty: none. Throws std::invalid_argument listing the known names for an unknown one. A mutated engine's
-// name() is "impl+NAME".
-std::unique_ptr<Engine> make_impl_engine(const std::string& mutant = "");
+// name() is "impl+NAME". `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1): false
+// zeroes in place as PyTorch 1.x does (impl's default), true sets grads to none as PyTorch >= 2.0 does.
+std::unique_ptr<Engine> make_impl_engine(const std::string& mutant = "", bool zero_grad_default_none = false);
 
 }  // namespace lockstep

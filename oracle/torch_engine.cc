@@ -325,10 +325,14 @@ class TorchEngine : public Engine {
     });
   }
 
-  void zero_grad(bool set_to_none) override {
+  bool zero_grad_sets_to_none_by_default() const override { return TORCH_VERSION_MAJOR >= 2; }
+
+  void zero_grad(std::optional<bool> set_to_none) override {
     guarded([&] {
       require_optimizer("zero_grad");
-      if (set_to_none) {
+      if (!set_to_none) {
+        optimizer_->zero_grad();  // SEM-12.1: the version's own default, whatever it is
+      } else if (*set_to_none) {
         // SEM-4.2: 1.13's C++ API has no set_to_none; this is what the oracle does instead.
 #if TORCH_VERSION_MAJOR >= 2
         optimizer_->zero_grad(true);
@@ -571,6 +575,8 @@ class TorchEngine : public Engine {
 };
 
 }  // namespace
+
+bool torch_zero_grad_sets_to_none_by_default() { return TORCH_VERSION_MAJOR >= 2; }
 
 std::unique_ptr<Engine> make_torch_engine() { return std::make_unique<TorchEngine>(); }
 

@@ -27,6 +27,10 @@ namespace lockstep {
 // "libtorch-<major>.<minor>.<patch>" from the installed headers' TORCH_VERSION_* macros.
 std::string torch_version_string();
 
+// What optimizer.zero_grad() with no argument does in the installed LibTorch: true (>= 2.0) sets grads to none,
+// false (1.x) zeroes them in place (SEM-12.1).
+bool torch_zero_grad_sets_to_none_by_default();
+
 // A fresh LibTorch engine with no parameters; name() is torch_version_string().
 std::unique_ptr<Engine> make_torch_engine();
 

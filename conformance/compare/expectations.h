@@ -33,6 +33,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/program/glob.h"
+
 namespace lockstep {
 
 struct Expectation {
@@ -68,8 +70,6 @@ struct Expectations {
   void append(const Expectations& more);
 };
 
-// '*' matches any run of characters (also empty), '?' exactly one byte; everything else itself.
-bool glob_match(const std::string& pattern, const std::string& text);
 
 // Strict readers; throw InputError (program_json.h) naming the file and the JSON pointer.
 Expectations expectations_from_json(const nlohmann::ordered_json& doc, const std::string& file);

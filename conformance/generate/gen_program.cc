@@ -3,11 +3,13 @@
 // rc::Random); shrinking is program-level and domain-aware (shrink.h), so every shrink is a valid program.
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "conformance/generate/generators.h"
 #include "conformance/program/program_json.h"
 #include "conformance/generate/shrink.h"
+#include "conformance/program/features.h"
 
 namespace lockstep {
 namespace {
@@ -57,6 +59,20 @@ class Picker {
   int size_;
 };
 
+// Whether the run's scope allows a single feature (generators.h, GenOptions::scope).
+bool allowed(const GenOptions& options, const std::string& feature) {
+  return !options.scope || options.scope->allows(feature);
+}
+
+bool ops_allowed(const GenOptions& options, const Expr& e) {
+  if (!options.scope) return true;
+  if (e.op != Op::Param && e.op != Op::Const && !options.scope->allows(std::string("op:") + op_name(e.op)))
+    return false;
+  for (const ExprPtr& a : e.args)
+    if (a && !ops_allowed(options, *a)) return false;
+  return true;
+}
+
 TensorValue filled(DType dtype, const Shape& shape, double v) {
   TensorValue t;
   t.dtype = dtype;
@@ -82,7 +98,17 @@ class ExprBuilder {
   bool may_add_params = true;
   int param_limit = 4;
 
+  // An expression of this dtype and shape using only ops the scope allows: a node out of scope is drawn
+  // again (three times), then a leaf is taken (parameters and constants need no op).
   ExprPtr expr(DType dtype, const Shape& shape, int depth) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      ExprPtr e = any_expr(dtype, shape, depth);
+      if (ops_allowed(options_, *e)) return e;
+    }
+    return leaf(dtype, shape);
+  }
+
+  ExprPtr any_expr(DType dtype, const Shape& shape, int depth) {
     if (depth <= 0 || pick_.chance(20)) return leaf(dtype, shape);
     const size_t rank = shape.size();
     if (rank == 0) {
@@ -137,13 +163,18 @@ class ExprBuilder {
   // add a reduction of one (broadcast as a 0-d operand), tying into an existing parameter when possible.
   ExprPtr depending_on_a_param(ExprPtr loss, DType dtype, const Shape& shape, int keep_percent = 92) {
     if (uses_param(loss) || !pick_.chance(keep_percent)) return loss;
-    if (ExprPtr p = param_leaf(dtype, shape)) return add(std::move(loss), std::move(p));
+    ExprPtr with = with_a_param(loss, dtype, shape);
+    return ops_allowed(options_, *with) ? with : loss;
+  }
+
+  ExprPtr with_a_param(ExprPtr loss, DType dtype, const Shape& shape) {
+    if (ExprPtr p = param_leaf(dtype, shape)) return add(loss, std::move(p));
     std::vector<std::string> same_dtype;
     for (const auto& p : params_)
       if (p.dtype == dtype) same_dtype.push_back(p.name);
     if (same_dtype.empty()) return loss;
     ExprPtr reduced = pick_.chance(50) ? sum(param(pick_.element(same_dtype))) : mean(param(pick_.element(same_dtype)));
-    return add(std::move(loss), std::move(reduced));
+    return add(loss, std::move(reduced));
   }
 
   std::string add_param(DType dtype, const Shape& shape) {
@@ -278,7 +309,46 @@ class ExprBuilder {
 const std::vector<double> kSgdLr = {0.1, 0.01, 0.5, 1.0, 0.05, 0.25, 0.001, 2.0};
 const std::vector<double> kAdamLr = {0.001, 0.01, 0.1, 0.5, 1.0, 0.05};
 
-OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
+// Unsets the options the scope excludes (features.h names them "sgd.momentum", ...) where they differ from
+// the option type's default, and a nesterov left without its momentum when invalid options are excluded.
+void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& options) {
+  if (!options.scope) return;
+  const std::string k = std::string(optimizer_name(kind)) + ".";
+  auto fit = [&](auto& field, const char* name) {
+    if (field && !allowed(options, k + name)) field.reset();
+  };
+  if (kind != OptimizerKind::SGD) fit(o.lr, "lr");  // SGD's lr is required: SGD is out of scope without it
+  fit(o.momentum, "momentum");
+  fit(o.dampening, "dampening");
+  fit(o.nesterov, "nesterov");
+  if (o.weight_decay && *o.weight_decay != (kind == OptimizerKind::AdamW ? 1e-2 : 0.0) &&
+      !allowed(options, k + "weight_decay"))
+    o.weight_decay = kind == OptimizerKind::AdamW ? std::optional<double>(0.0) : std::nullopt;
+  fit(o.betas, "betas");
+  fit(o.eps, "eps");
+  fit(o.amsgrad, "amsgrad");
+  if (o.nesterov && *o.nesterov && (!o.momentum || *o.momentum <= 0 || o.dampening.value_or(0) != 0) &&
+      !allowed(options, "invalid_options"))
+    o.nesterov.reset();
+}
+
+// Sets in `group` every option the optimizer's defaults set and the group leaves unset, so that the 1.13 rule
+// (the option type's defaults) and Python's (the optimizer's defaults) agree (SEM-7.1): used when the scope
+// excludes group_options_partial.
+void complete_from_defaults(OptimizerOptions& group, const OptimizerOptions& defaults) {
+  if (!group.lr) group.lr = defaults.lr;
+  if (!group.momentum) group.momentum = defaults.momentum;
+  if (!group.dampening) group.dampening = defaults.dampening;
+  if (!group.nesterov) group.nesterov = defaults.nesterov;
+  if (!group.weight_decay) group.weight_decay = defaults.weight_decay;
+  if (!group.betas) group.betas = defaults.betas;
+  if (!group.eps) group.eps = defaults.eps;
+  if (!group.amsgrad) group.amsgrad = defaults.amsgrad;
+}
+
+OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options);
+
+OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
   OptimizerOptions o;
   if (kind == OptimizerKind::SGD) {
     // SGD has no default lr (SEM-5.1): validate() requires it in the defaults and in a group's options.
@@ -290,7 +360,7 @@ OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_default
       o.nesterov = valid_nesterov ? pick.chance(80) : false;
     }
     if (pick.chance(30)) o.weight_decay = pick.element(std::vector<double>{0.0, 0.01, 0.1, 0.5});
-    if (options.error_cases && pick.chance(for_defaults ? 4 : 10)) {
+    if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
       // SEM-5.2: rejected for the defaults; a group's own options are not validated.
       switch (pick.below(5)) {
         case 0: o.lr = -0.1; break;
@@ -307,7 +377,7 @@ OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_default
     if (pick.chance(20)) o.eps = pick.element(std::vector<double>{1e-8, 1e-6, 1e-3, 0.0});
     if (pick.chance(35)) o.weight_decay = pick.element(std::vector<double>{0.0, 0.01, 0.1});
     if (pick.chance(35)) o.amsgrad = pick.chance(60);
-    if (options.error_cases && pick.chance(for_defaults ? 4 : 10)) {
+    if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
       // SEM-6.1.
       switch (pick.below(6)) {
         case 0: o.lr = -0.001; break;
@@ -319,6 +389,12 @@ OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_default
       }
     }
   }
+  return o;
+}
+
+OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
+  OptimizerOptions o = make_any_options(pick, kind, for_defaults, options);
+  fit_options(kind, o, options);
   return o;
 }
 
@@ -340,6 +416,8 @@ OptimizerOptions make_option_change(Picker& pick, OptimizerKind kind, const GenO
     if (other.weight_decay) change.weight_decay = other.weight_decay;
     if (!change.lr && other.lr && pick.chance(50)) change.lr = other.lr;
   }
+  fit_options(kind, change, options);
+  if (!allowed(options, "amsgrad_change")) change.amsgrad.reset();
   return change;
 }
 
@@ -355,11 +433,23 @@ OptimizerSpec make_optimizer(Picker& pick, OptimizerKind kind, const std::vector
   spec.kind = kind;
   spec.defaults = make_options(pick, kind, true, options);
   const std::vector<std::string> names = names_of(params);
-  auto group_options = [&]() -> std::optional<OptimizerOptions> {
-    if (pick.chance(50)) return std::nullopt;
-    return make_options(pick, kind, false, options);
+  const bool groups_ok = allowed(options, "param_groups");
+  auto own_options = [&]() {
+    OptimizerOptions o = make_options(pick, kind, false, options);
+    if (!allowed(options, "group_options_partial")) complete_from_defaults(o, spec.defaults);
+    return o;
   };
-  switch (pick.weighted({60, 16, 6, 5, 5, 3, 5})) {
+  auto group_options = [&]() -> std::optional<OptimizerOptions> {
+    if (pick.chance(50) || !groups_ok) return std::nullopt;
+    return own_options();
+  };
+  size_t structure = pick.weighted({60, 16, 6, 5, 5, 3, 5});
+  // Structures the scope excludes fall back to the plain one (SEM-7.1).
+  if ((structure == 1 && !groups_ok) || (structure == 3 && !allowed(options, "duplicate_param_in_group")) ||
+      (structure == 4 && (!groups_ok || !allowed(options, "param_in_two_groups"))) ||
+      (structure == 5 && !allowed(options, "empty_param_list")) || (structure == 6 && !groups_ok))
+    structure = 0;
+  switch (structure) {
     case 0:  // constructed from the list of parameters (SEM-7.1)
       spec.groups.push_back({names, std::nullopt});
       break;
@@ -402,7 +492,7 @@ OptimizerSpec make_optimizer(Picker& pick, OptimizerKind kind, const std::vector
     case 5:  // an empty parameter list (SEM-7.2)
       break;
     default:  // one group with its own options
-      spec.groups.push_back({names, make_options(pick, kind, false, options)});
+      spec.groups.push_back({names, own_options()});
       break;
   }
   return spec;
@@ -508,8 +598,40 @@ class ActionBuilder {
   int limit = 48;
 
  private:
+  // Appends `a`, fitted to the scope: flags of a feature out of scope are dropped, and an action whose
+  // feature is out of scope is left out.
   void push(Action a) {
-    if (!full()) program_.actions.push_back(std::move(a));
+    if (full()) return;
+    const GenOptions& o = options_;
+    switch (a.kind) {
+      case ActionKind::Forward:
+        if (a.no_grad && !allowed(o, "no_grad")) a.no_grad = false;
+        break;
+      case ActionKind::Backward:
+        if (a.retain_graph && *a.retain_graph && !allowed(o, "retain_graph")) a.retain_graph.reset();
+        if (a.create_graph && !allowed(o, "create_graph")) a.create_graph = false;
+        if (a.gradient && !allowed(o, "explicit_gradient")) a.gradient.reset();
+        break;
+      case ActionKind::ZeroGrad: {
+        auto feature = [](const std::optional<bool>& s) {
+          return !s ? "zero_grad_default" : *s ? "set_to_none" : "zero_grad";
+        };
+        if (!allowed(o, feature(a.set_to_none))) {
+          const std::optional<bool> choices[] = {std::nullopt, false, true};
+          bool found = false;
+          for (const auto& c : choices)
+            if (allowed(o, feature(c))) { a.set_to_none = c; found = true; break; }
+          if (!found) return;
+        }
+        break;
+      }
+      case ActionKind::SetGradNone: if (!allowed(o, "set_grad_none")) return; break;
+      case ActionKind::HoldGrad: if (!allowed(o, "hold_grad")) return; break;
+      case ActionKind::SetOptions: if (!allowed(o, "set_options")) return; break;
+      case ActionKind::AddParamGroup: if (!allowed(o, "add_param_group")) return; break;
+      case ActionKind::Step: break;
+    }
+    program_.actions.push_back(std::move(a));
   }
 
   DType loss_dtype() { return secondary_ && pick_.chance(40) ? *secondary_ : main_; }
@@ -552,7 +674,10 @@ class ActionBuilder {
   void zero_grad() {
     Action z;
     z.kind = ActionKind::ZeroGrad;
-    z.set_to_none = pick_.chance(40);  // SEM-4.2
+    // SEM-4.2 (true), SEM-4.1 (false), SEM-12.1 (unset: the framework's default) from one draw.
+    const int r = pick_.below(100);
+    if (r < 40) z.set_to_none = true;
+    else if (r < 70) z.set_to_none = false;
     push(z);
   }
 
@@ -601,14 +726,19 @@ class ActionBuilder {
     std::vector<std::string> free;
     for (const auto& p : program_.params)
       if (!grouped.count(p.name)) free.push_back(p.name);
-    if (!free.empty() && (!options_.error_cases || pick_.chance(70))) {
+    const bool duplicates_ok = options_.error_cases && allowed(options_, "param_in_two_groups");
+    if (free.empty() && !duplicates_ok) return;
+    if (!free.empty() && (!duplicates_ok || pick_.chance(70))) {
       for (const auto& n : free)
         if (a.new_group.params.empty() || pick_.chance(50)) a.new_group.params.push_back(n);
     } else {
       a.new_group.params.push_back(pick_.element(program_.params).name);  // may be a duplicate
     }
     const OptimizerKind kind = program_.optimizer->kind;
-    if (kind == OptimizerKind::SGD || pick_.chance(50)) a.new_group.options = make_options(pick_, kind, false, options_);
+    if (kind == OptimizerKind::SGD || pick_.chance(50)) {
+      a.new_group.options = make_options(pick_, kind, false, options_);
+      if (!allowed(options_, "group_options_partial")) complete_from_defaults(*a.new_group.options, program_.optimizer->defaults);
+    }
     added_.push_back(a.new_group.params);
     ++groups_;
     push(a);
@@ -641,9 +771,13 @@ class ActionBuilder {
   std::vector<std::vector<std::string>> added_;
 };
 
+DType other_dtype(DType d) { return d == DType::Float32 ? DType::Float64 : DType::Float32; }
+
 Program generate_program(Picker& pick, const GenOptions& options) {
   Program program;
-  const DType main = pick(gen_dtype());
+  DType main = pick(gen_dtype());
+  if (!allowed(options, dtype_name(main))) main = other_dtype(main);
+  const bool both_dtypes = allowed(options, "float32") && allowed(options, "float64");
   const int depth = pick.scaled(1, std::max(1, options.max_expr_depth));
   ExprBuilder exprs(pick, options, program.params);
   exprs.param_limit = pick.scaled(1, std::max(1, options.max_params));
@@ -656,10 +790,11 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   // Unused parameters (SEM-2.7) and, sometimes, parameters of the other dtype for per-action losses.
   if (pick.chance(30)) {
     const int extra = pick.between(1, 2);
-    for (int i = 0; i < extra; ++i) exprs.add_param(pick.chance(80) ? main : (main == DType::Float32 ? DType::Float64 : DType::Float32), pick(gen_shape()));
+    for (int i = 0; i < extra; ++i)
+      exprs.add_param(pick.chance(80) || !both_dtypes ? main : other_dtype(main), pick(gen_shape()));
   }
   std::optional<DType> secondary;
-  if (pick.chance(8)) {
+  if (pick.chance(8) && both_dtypes) {
     secondary = main == DType::Float32 ? DType::Float64 : DType::Float32;
     exprs.add_param(*secondary, pick(gen_shape()));
   }
@@ -669,7 +804,12 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   if (options.optimizer || pick.chance(95)) {
     OptimizerKind kind = options.optimizer ? *options.optimizer
                                            : static_cast<OptimizerKind>(pick.below(3));
-    program.optimizer = make_optimizer(pick, kind, program.params, options);
+    // The next kind the scope allows (SGD needs its lr, SEM-5.1); none: no optimizer.
+    auto kind_ok = [&](OptimizerKind k) {
+      return allowed(options, optimizer_name(k)) && (k != OptimizerKind::SGD || allowed(options, "sgd.lr"));
+    };
+    for (int i = 0; i < 3 && !kind_ok(kind); ++i) kind = static_cast<OptimizerKind>((static_cast<int>(kind) + 1) % 3);
+    if (kind_ok(kind)) program.optimizer = make_optimizer(pick, kind, program.params, options);
   }
   // Parameters created by per-action losses below are in no group unless added later: a case in itself.
 
@@ -711,7 +851,9 @@ rc::Gen<OptimizerOptions> gen_optimizer_options(OptimizerKind kind, bool for_def
   };
 }
 
-rc::Gen<Program> gen_program(const GenOptions& options) {
+rc::Gen<Program> gen_program(const GenOptions& given) {
+  GenOptions options = given;
+  if (!allowed(options, "special_values")) options.special_values = false;
   return [=](const rc::Random& random, int size) {
     Picker pick(random, clamp_size(size, options));
     Program program = generate_program(pick, options);
@@ -739,7 +881,25 @@ int RandomPrograms::size_of(uint64_t i) const {
 }
 
 rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
-  return gen_program(options_)(rc::Random(mix(seed_, i)), size_of(i));
+  const rc::Gen<Program> gen = gen_program(options_);
+  if (!options_.scope) return gen(rc::Random(mix(seed_, i)), size_of(i));
+  const FeatureScope& scope = *options_.scope;
+  auto in_scope = [kept_scope = options_.scope](const Program& p) {
+    return kept_scope->excluded(program_features(p)) == nullptr;
+  };
+  std::string last;
+  for (uint64_t attempt = 0; attempt < 1000; ++attempt) {
+    const uint64_t s = attempt == 0 ? mix(seed_, i) : mix(mix(seed_, i), attempt);
+    rc::Shrinkable<Program> program = gen(rc::Random(s), size_of(i));
+    if (const FeatureExclusion* x = scope.excluded(program_features(program.value()))) {
+      last = x->reason;
+      continue;
+    }
+    // Shrinks stay within the scope too (a simpler group may leave an option unset, ...).
+    rc::Maybe<rc::Shrinkable<Program>> kept = rc::shrinkable::filter(program, in_scope);
+    return *kept;
+  }
+  throw std::runtime_error("no random program " + std::to_string(i) + " within the scope after 1000 attempts (the last was out because: " + last + ")");
 }
 
 rc::Shrinkable<Program> RandomPrograms::next() { return at(index_++); }

@@ -18,12 +18,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <vector>
 
 #include <rapidcheck.h>
 
+#include "conformance/program/feature_scope.h"
 #include "conformance/program/program.h"
 
 namespace lockstep {
@@ -43,6 +45,10 @@ struct GenOptions {
   int max_expr_depth = 4;
   // Restrict the optimizer; unset: SGD, Adam, AdamW or (rarely) none.
   std::optional<OptimizerKind> optimizer;
+  // What programs may use (feature_scope.h); null: everything. The generator steers away from excluded
+  // features at every choice; RandomPrograms also draws again (up to 1000 times) when a whole program is
+  // out of scope, and keeps its shrinks within the scope.
+  std::shared_ptr<const FeatureScope> scope;
 };
 
 // --- Components ------------------------------------------------------------------------------------------
@@ -79,7 +85,9 @@ rc::Gen<OptimizerOptions> gen_optimizer_options(OptimizerKind kind, bool for_def
 rc::Gen<Program> gen_program(const GenOptions& options = {});
 
 // A reproducible stream of programs for the CLI: program i uses rc::Random(mix(seed, i)) and the size
-// i mod (max_size + 1), so it is a pure function of (seed, i).
+// i mod (max_size + 1), so it is a pure function of (seed, i) (and the scope: a program out of scope is
+// drawn again from rc::Random(mix(mix(seed, i), attempt)); with no scope, attempt 0 is always taken).
+// at() throws std::runtime_error when 1000 attempts give no program within the scope.
 class RandomPrograms {
  public:
   RandomPrograms(uint64_t seed, GenOptions options);

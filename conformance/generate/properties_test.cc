@@ -330,10 +330,11 @@ class PlantedBugEngine : public Engine {
   }
   void forward(const Expr& loss, bool no_grad) override { inner_->forward(loss, no_grad); }
   void backward(const BackwardArgs& args) override { inner_->backward(args); }
-  void zero_grad(bool set_to_none) override {
+  void zero_grad(std::optional<bool> set_to_none) override {
     inner_->zero_grad(set_to_none);
-    if (set_to_none) armed_ = true;
+    if (set_to_none.value_or(false)) armed_ = true;
   }
+  bool zero_grad_sets_to_none_by_default() const override { return inner_->zero_grad_sets_to_none_by_default(); }
   void set_grad_none(const std::string& p) override { inner_->set_grad_none(p); }
   void hold_grad(const std::string& p, const std::string& h) override { inner_->hold_grad(p, h); }
   void step() override {

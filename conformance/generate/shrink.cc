@@ -598,7 +598,7 @@ class ProgramShrinkSeq {
           if (a.retain_graph) with([](Action& x) { x.retain_graph.reset(); });
           if (a.create_graph) with([](Action& x) { x.create_graph = false; });
           if (a.gradient) with([](Action& x) { x.gradient.reset(); });
-          if (a.set_to_none) with([](Action& x) { x.set_to_none = false; });
+          if (a.set_to_none && *a.set_to_none) with([](Action& x) { x.set_to_none = false; });
           if (a.kind == ActionKind::SetOptions) {
             if (a.group > 0) with([](Action& x) { x.group = 0; });
             for (const auto& o : simpler_options(a.options)) with([&](Action& x) { x.options = o; });

@@ -138,7 +138,7 @@ struct OptimizerSpec {
 enum class ActionKind {
   Forward,        // evaluate `loss` (or the program's loss) and hold the output; under no_grad if asked
   Backward,       // backpropagate the held output
-  ZeroGrad,       // optimizer.zero_grad(), or zero_grad(set_to_none=true) (SEMANTICS §4)
+  ZeroGrad,       // optimizer.zero_grad(set_to_none=...), or zero_grad(): the framework default (SEM-4, SEM-12.1)
   SetGradNone,    // param.grad = None for one parameter
   HoldGrad,       // keep a handle to param's current grad under `handle` (observed after every action)
   Step,           // optimizer.step()
@@ -158,8 +158,8 @@ struct Action {
   std::optional<bool> retain_graph;
   bool create_graph = false;
   std::optional<std::vector<double>> gradient;  // explicit gradient, shaped and typed like the output
-  // ZeroGrad
-  bool set_to_none = false;
+  // ZeroGrad: true/false explicit; unset: the framework's default (1.x: false, >= 2.0: true; SEM-12.1)
+  std::optional<bool> set_to_none;
   // SetGradNone, HoldGrad
   std::string param;
   std::string handle;        // HoldGrad

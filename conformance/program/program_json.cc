@@ -235,7 +235,7 @@ Action action_from_json(const ordered_json& j, const std::string& pointer, ExprR
         a.gradient = values_from_json(*g, r.pointer("gradient"), DType::Float64);
       break;
     case ActionKind::ZeroGrad:
-      a.set_to_none = r.optional_bool("set_to_none").value_or(false);
+      a.set_to_none = r.optional_bool("set_to_none");
       break;
     case ActionKind::SetGradNone:
       a.param = r.string("param");
@@ -277,7 +277,7 @@ ordered_json action_to_json(const Action& a) {
       if (a.gradient) out["gradient"] = values_to_json(*a.gradient, DType::Float64);
       break;
     case ActionKind::ZeroGrad:
-      if (a.set_to_none) out["set_to_none"] = true;
+      if (a.set_to_none) out["set_to_none"] = *a.set_to_none;
       break;
     case ActionKind::SetGradNone:
       out["param"] = a.param;

@@ -60,7 +60,11 @@ class Engine {
   // Actions.
   virtual void forward(const Expr& loss, bool no_grad) = 0;        // holds the output
   virtual void backward(const BackwardArgs& args) = 0;              // of the held output
-  virtual void zero_grad(bool set_to_none) = 0;                     // SEM-4.1, SEM-4.2
+  // SEM-4.1, SEM-4.2; unset: optimizer.zero_grad() with no argument, the framework's default (SEM-12.1)
+  virtual void zero_grad(std::optional<bool> set_to_none) = 0;
+  // What zero_grad() with no argument does on this engine: true sets grads to none (PyTorch >= 2.0), false
+  // zeroes them in place (1.x). Drivers declare it in their hello (PROTOCOL.md 2a).
+  virtual bool zero_grad_sets_to_none_by_default() const = 0;
   virtual void set_grad_none(const std::string& param) = 0;         // p.grad = None
   virtual void hold_grad(const std::string& param, const std::string& handle) = 0;
   virtual void step() = 0;                                          // SEM-5.3, SEM-6.3

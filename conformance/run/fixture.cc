@@ -196,9 +196,10 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
         }
         break;
       case ActionKind::ZeroGrad:
-        tags.insert(a.set_to_none ? "set_to_none" : "zero_grad");
+        // A default zero_grad() is tagged as what the recording oracle did (SEM-12.1); fixtures record it.
+        tags.insert(a.set_to_none.value_or(false) ? "set_to_none" : "zero_grad");
         grads_maybe_held.clear();
-        if (!step_seen) cleared_before_step = cleared_before_step || a.set_to_none;
+        if (!step_seen) cleared_before_step = cleared_before_step || a.set_to_none.value_or(false);
         break;
       case ActionKind::SetGradNone:
         tags.insert("set_to_none");

@@ -31,7 +31,8 @@ class TimedEngine : public Engine {
   void make_optimizer(const OptimizerSpec& s) override { timed([&] { inner_.make_optimizer(s); }); }
   void forward(const Expr& e, bool no_grad) override { timed([&] { inner_.forward(e, no_grad); }); }
   void backward(const BackwardArgs& a) override { timed([&] { inner_.backward(a); }); }
-  void zero_grad(bool set_to_none) override { timed([&] { inner_.zero_grad(set_to_none); }); }
+  void zero_grad(std::optional<bool> set_to_none) override { timed([&] { inner_.zero_grad(set_to_none); }); }
+  bool zero_grad_sets_to_none_by_default() const override { return inner_.zero_grad_sets_to_none_by_default(); }
   void set_grad_none(const std::string& p) override { timed([&] { inner_.set_grad_none(p); }); }
   void hold_grad(const std::string& p, const std::string& h) override { timed([&] { inner_.hold_grad(p, h); }); }
   void step() override { timed([&] { inner_.step(); }); }

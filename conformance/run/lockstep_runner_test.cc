@@ -28,7 +28,8 @@ class FakeEngine : public Engine {
   void make_optimizer(const OptimizerSpec&) override {}
   void forward(const Expr&, bool) override {}
   void backward(const BackwardArgs&) override {}
-  void zero_grad(bool) override {}
+  void zero_grad(std::optional<bool>) override {}
+  bool zero_grad_sets_to_none_by_default() const override { return false; }
   void set_grad_none(const std::string&) override {}
   void hold_grad(const std::string&, const std::string&) override {}
   void step() override {

@@ -130,7 +130,8 @@ class VariantEngine : public Engine {
   }
   void forward(const Expr& loss, bool no_grad) override { inner_->forward(loss, no_grad); }
   void backward(const BackwardArgs& args) override { inner_->backward(args); }
-  void zero_grad(bool set_to_none) override { inner_->zero_grad(set_to_none); }
+  void zero_grad(std::optional<bool> set_to_none) override { inner_->zero_grad(set_to_none); }
+  bool zero_grad_sets_to_none_by_default() const override { return inner_->zero_grad_sets_to_none_by_default(); }
   void set_grad_none(const std::string& param) override { inner_->set_grad_none(param); }
   void hold_grad(const std::string& param, const std::string& handle) override {
     inner_->hold_grad(param, handle);
@@ -445,7 +446,7 @@ class UlpNoise : public VariantEngine {
   void backward(const BackwardArgs& args) override {
     noisy(ActionKind::Backward, [&] { inner().backward(args); });
   }
-  void zero_grad(bool set_to_none) override {
+  void zero_grad(std::optional<bool> set_to_none) override {
     noisy(ActionKind::ZeroGrad, [&] { inner().zero_grad(set_to_none); });
   }
   void set_grad_none(const std::string& param) override {

@@ -1,0 +1,218 @@
+// program_features(): the static scan of a program behind capabilities, scopes, profiles and coverage.
+#include "conformance/program/features.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+namespace lockstep {
+namespace {
+
+std::vector<FeatureInfo> make_features() {
+  std::vector<FeatureInfo> f = {
+      {"float32", "dtype", "a float32 parameter"},
+      {"float64", "dtype", "a float64 parameter"},
+  };
+  for (int i = static_cast<int>(Op::Add); i <= static_cast<int>(Op::Embedding); ++i) {
+    const std::string name = op_name(static_cast<Op>(i));
+    f.push_back({"op:" + name, "op", "the loss op " + name + " (SEM-2)"});
+  }
+  f.push_back({"sgd", "optimizer", "SGD (SEM-5)"});
+  f.push_back({"adam", "optimizer", "Adam (SEM-6.1-6.3)"});
+  f.push_back({"adamw", "optimizer", "AdamW (SEM-6.4)"});
+  for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Adam, OptimizerKind::AdamW})
+    for (const std::string& o : optimizer_option_names(k))
+      f.push_back({std::string(optimizer_name(k)) + "." + o, "option",
+                   std::string(optimizer_name(k)) + "'s option " + o + " at a value other than its default"});
+  const std::vector<FeatureInfo> rest = {
+      {"retain_graph", "feature", "backward(retain_graph=True) (SEM-2.5)"},
+      {"create_graph", "feature", "backward(create_graph=True) (SEM-3.3)"},
+      {"no_grad", "feature", "a forward under no_grad (SEM-2.3)"},
+      {"explicit_gradient", "feature", "backward(gradient) with an explicit gradient (SEM-2.4)"},
+      {"zero_grad", "feature", "zero_grad(set_to_none=False): detach and zero in place (SEM-4.1)"},
+      {"zero_grad_default", "feature", "zero_grad() with no argument: the framework's default (SEM-12.1)"},
+      {"set_to_none", "feature", "zero_grad(set_to_none=True) (SEM-4.2)"},
+      {"set_grad_none", "feature", "param.grad = None for one parameter (SEM-4.2)"},
+      {"hold_grad", "feature", "a handle to a grad held and observed after every action (SEM-3.2, SEM-4)"},
+      {"param_groups", "feature", "more than one parameter group, or a group with its own options (SEM-7)"},
+      {"add_param_group", "feature", "optimizer.add_param_group after construction (SEM-7.4)"},
+      {"set_options", "feature", "a group's options changed between steps (SEM-5.4, SEM-7.5)"},
+      {"special_values", "feature", "NaN or an infinity among parameter values, constants or gradients (SEM-9)"},
+      {"invalid_options", "feature", "an option value the optimizer rejects or a group keeps unchecked (SEM-5.2, SEM-6.1)"},
+      {"group_options_partial", "situation",
+       "a group with its own options leaves unset an option the optimizer's defaults set (SEM-7.1)"},
+      {"duplicate_param_in_group", "situation", "a parameter listed twice in one group (SEM-7.4)"},
+      {"param_in_two_groups", "situation", "a parameter in two groups (SEM-7.4)"},
+      {"empty_param_list", "situation", "an optimizer constructed from an empty parameter list (SEM-7.2)"},
+      {"amsgrad_change", "situation", "set_options switches amsgrad of a group (SEM-7.5)"},
+  };
+  f.insert(f.end(), rest.begin(), rest.end());
+  return f;
+}
+
+bool any_nonfinite(const std::vector<double>& v) {
+  for (double x : v)
+    if (!std::isfinite(x)) return true;
+  return false;
+}
+
+void walk(const Expr& e, const std::function<void(const Expr&)>& visit) {
+  visit(e);
+  for (const ExprPtr& a : e.args)
+    if (a) walk(*a, visit);
+}
+
+// The option type's own default of each option (SEM-5.1, SEM-6.1, SEM-6.4); SGD's lr has none.
+struct TypeDefaults {
+  std::optional<double> lr;
+  double weight_decay = 0;
+};
+TypeDefaults type_defaults(OptimizerKind k) {
+  if (k == OptimizerKind::SGD) return {std::nullopt, 0};
+  return {1e-3, k == OptimizerKind::AdamW ? 1e-2 : 0};
+}
+
+// The options `o` gives a value other than the option type's default.
+void non_default_options(OptimizerKind k, const OptimizerOptions& o, std::set<std::string>& out) {
+  const std::string p = std::string(optimizer_name(k)) + ".";
+  const TypeDefaults d = type_defaults(k);
+  if (o.lr && (!d.lr || *o.lr != *d.lr)) out.insert(p + "lr");
+  if (o.weight_decay && *o.weight_decay != d.weight_decay) out.insert(p + "weight_decay");
+  if (k == OptimizerKind::SGD) {
+    if (o.momentum && *o.momentum != 0) out.insert(p + "momentum");
+    if (o.dampening && *o.dampening != 0) out.insert(p + "dampening");
+    if (o.nesterov && *o.nesterov) out.insert(p + "nesterov");
+  } else {
+    if (o.betas && (o.betas->first != 0.9 || o.betas->second != 0.999)) out.insert(p + "betas");
+    if (o.eps && *o.eps != 1e-8) out.insert(p + "eps");
+    if (o.amsgrad && *o.amsgrad) out.insert(p + "amsgrad");
+  }
+}
+
+// An option value the optimizer's constructor rejects (SEM-5.2, SEM-6.1); in a group's options it is kept
+// unchecked in 1.13, which is a situation of its own.
+bool invalid(OptimizerKind k, const OptimizerOptions& o) {
+  if (o.lr && *o.lr < 0) return true;
+  if (o.weight_decay && *o.weight_decay < 0) return true;
+  if (k == OptimizerKind::SGD) {
+    if (o.momentum && *o.momentum < 0) return true;
+    const double momentum = o.momentum.value_or(0), dampening = o.dampening.value_or(0);
+    if (o.nesterov && *o.nesterov && (momentum <= 0 || dampening != 0)) return true;
+    return false;
+  }
+  if (o.eps && *o.eps < 0) return true;
+  if (o.betas && (o.betas->first < 0 || o.betas->first >= 1 || o.betas->second < 0 || o.betas->second >= 1))
+    return true;
+  return false;
+}
+
+// The options the defaults give that `group` leaves unset (Python inherits them, C++ 1.13 does not).
+bool leaves_unset_what_defaults_set(const OptimizerOptions& defaults, const OptimizerOptions& group) {
+  return (defaults.lr && !group.lr) || (defaults.momentum && !group.momentum) ||
+         (defaults.dampening && !group.dampening) || (defaults.nesterov && !group.nesterov) ||
+         (defaults.weight_decay && !group.weight_decay) || (defaults.betas && !group.betas) ||
+         (defaults.eps && !group.eps) || (defaults.amsgrad && !group.amsgrad);
+}
+
+}  // namespace
+
+const std::vector<std::string>& optimizer_option_names(OptimizerKind kind) {
+  static const std::vector<std::string> sgd = {"lr", "momentum", "dampening", "nesterov", "weight_decay"};
+  static const std::vector<std::string> adam = {"lr", "betas", "eps", "weight_decay", "amsgrad"};
+  return kind == OptimizerKind::SGD ? sgd : adam;
+}
+
+const std::vector<FeatureInfo>& all_features() {
+  static const std::vector<FeatureInfo> features = make_features();
+  return features;
+}
+
+const FeatureInfo* find_feature(const std::string& name) {
+  for (const FeatureInfo& f : all_features())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::set<std::string> program_features(const Program& program) {
+  std::set<std::string> f;
+  for (const ParamSpec& p : program.params) {
+    f.insert(dtype_name(p.dtype));
+    if (any_nonfinite(p.values)) f.insert("special_values");
+  }
+  auto scan = [&](const Expr& loss) {
+    walk(loss, [&](const Expr& e) {
+      if (e.op == Op::Const) {
+        if (any_nonfinite(e.constant.data)) f.insert("special_values");
+      } else if (e.op != Op::Param) {
+        f.insert(std::string("op:") + op_name(e.op));
+      }
+    });
+  };
+  if (program.loss) scan(*program.loss);
+
+  std::map<std::string, int> groups_of;  // parameter -> how many groups list it
+  auto scan_group = [&](const ParamGroupSpec& g, const OptimizerSpec& o) {
+    std::map<std::string, int> in_group;
+    for (const std::string& n : g.params)
+      if (++in_group[n] == 2) f.insert("duplicate_param_in_group");
+    for (const auto& [n, count] : in_group)
+      if (++groups_of[n] == 2) f.insert("param_in_two_groups");
+    if (g.options) {
+      non_default_options(o.kind, *g.options, f);
+      if (invalid(o.kind, *g.options)) f.insert("invalid_options");
+      if (leaves_unset_what_defaults_set(o.defaults, *g.options)) f.insert("group_options_partial");
+    }
+  };
+  if (program.optimizer) {
+    const OptimizerSpec& o = *program.optimizer;
+    f.insert(optimizer_name(o.kind));
+    if (o.kind == OptimizerKind::SGD) f.insert("sgd.lr");  // SEM-5.1: SGD's lr is always given
+    non_default_options(o.kind, o.defaults, f);
+    if (invalid(o.kind, o.defaults)) f.insert("invalid_options");
+    if (o.groups.empty()) f.insert("empty_param_list");
+    if (o.groups.size() > 1) f.insert("param_groups");
+    for (const ParamGroupSpec& g : o.groups) {
+      if (g.options) f.insert("param_groups");
+      scan_group(g, o);
+    }
+  }
+
+  for (const Action& a : program.actions) {
+    switch (a.kind) {
+      case ActionKind::Forward:
+        if (a.loss) scan(*a.loss);
+        if (a.no_grad) f.insert("no_grad");
+        break;
+      case ActionKind::Backward:
+        if (a.retain_graph && *a.retain_graph) f.insert("retain_graph");
+        if (a.create_graph) f.insert("create_graph");
+        if (a.gradient) {
+          f.insert("explicit_gradient");
+          if (any_nonfinite(*a.gradient)) f.insert("special_values");
+        }
+        break;
+      case ActionKind::ZeroGrad:
+        if (!a.set_to_none) f.insert("zero_grad_default");
+        else f.insert(*a.set_to_none ? "set_to_none" : "zero_grad");
+        break;
+      case ActionKind::SetGradNone: f.insert("set_grad_none"); break;
+      case ActionKind::HoldGrad: f.insert("hold_grad"); break;
+      case ActionKind::Step: break;
+      case ActionKind::SetOptions:
+        f.insert("set_options");
+        if (program.optimizer) {
+          non_default_options(program.optimizer->kind, a.options, f);
+          if (invalid(program.optimizer->kind, a.options)) f.insert("invalid_options");
+        }
+        if (a.options.amsgrad) f.insert("amsgrad_change");
+        break;
+      case ActionKind::AddParamGroup:
+        f.insert("add_param_group");
+        if (program.optimizer) scan_group(a.new_group, *program.optimizer);
+        break;
+    }
+  }
+  return f;
+}
+
+}  // namespace lockstep

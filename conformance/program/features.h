@@ -1,0 +1,47 @@
+// What a program needs from an implementation: its features, as names an implementation declares support
+// for in its handshake (fixtures/PROTOCOL.md section 2a), a run narrows with --features/--exclude-features,
+// API profiles name in their rules, and reports count for coverage.
+//
+// One vocabulary, by category (all_features() lists every name with its meaning, SEMANTICS §13):
+//   dtype      float32, float64                      a parameter of that dtype
+//   op         op:add, op:matmul, ...                an op of a loss expression (param and const are not)
+//   optimizer  sgd, adam, adamw
+//   option     sgd.momentum, adam.amsgrad, ...       an option given a value other than the option type's
+//                                                     own default anywhere (defaults, groups, set_options,
+//                                                     add_param_group); SGD's lr is always needed
+//   feature    retain_graph, create_graph, no_grad, explicit_gradient, zero_grad, zero_grad_default,
+//              set_to_none, set_grad_none, hold_grad, param_groups, add_param_group, set_options,
+//              special_values, invalid_options
+//   situation  group_options_partial, duplicate_param_in_group, param_in_two_groups, empty_param_list,
+//              amsgrad_change: constellations where frameworks legitimately differ (API profiles)
+//
+// Example:
+//   std::set<std::string> f = program_features(program);    // {"float32", "op:mul", "op:sum", "sgd", ...}
+//   if (f.count("float64")) ... the program needs float64 ...
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "conformance/program/program.h"
+
+namespace lockstep {
+
+struct FeatureInfo {
+  std::string name;      // "retain_graph", "op:matmul", "adam.amsgrad"
+  std::string category;  // "dtype", "op", "optimizer", "option", "feature", "situation"
+  std::string meaning;   // one line, citing SEMANTICS
+};
+
+// Every feature program_features() can give, in a stable order (categories as listed above).
+const std::vector<FeatureInfo>& all_features();
+const FeatureInfo* find_feature(const std::string& name);  // nullptr for an unknown name
+
+// The features `program` uses (static: from the program alone, not from a run).
+std::set<std::string> program_features(const Program& program);
+
+// The options an optimizer has, by the names used in features and handshakes ("lr", "momentum", ...).
+const std::vector<std::string>& optimizer_option_names(OptimizerKind kind);
+
+}  // namespace lockstep
