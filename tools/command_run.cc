@@ -24,6 +24,7 @@
 #include "conformance/run/replay.h"
 #include "conformance/run/tested_implementation.h"
 #include "conformance/run/named_case.h"
+#include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
 #include "conformance/generate/shrink.h"
@@ -115,6 +116,22 @@ int command_run(const RunArgs& args) {
     subject = driver_implementation(make_oracle, args.engine, driver_options, tolerance);
   }
 
+  // The handshake (a driver starts now), then the scope: what it supports, --features/--exclude-features, its
+  // API profile (capabilities.h, feature_scope.h, api_profile.h).
+  subject->capabilities();
+  if (!subject->fatal_error().empty()) {
+    std::cerr << "lockstep run: the driver cannot start: " << subject->fatal_error() << "\n";
+    return kExitInputError;
+  }
+  RunScope scope;
+  try {
+    scope = make_run_scope(*subject, args.features, args.exclude_features, args.profile, expectations);
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep run: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep run: warning: " << w << "\n";
+
   RunReport report;
   report.oracle_engine = make_oracle()->name();
   report.under_test_engine = builtin ? subject->name() : args.engine;
@@ -130,6 +147,7 @@ int command_run(const RunArgs& args) {
   if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(args.cases_dir);
   if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(args.expectations_file);
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
+  prefix += scope.reproduce_flags;
 
   // A case's report, judged by the expectations (expectations.h).
   auto case_report = [&](const std::string& id, LockstepResult result, std::optional<Program> program,
@@ -146,13 +164,25 @@ int command_run(const RunArgs& args) {
   Tally named, random;
   fmt::print("lockstep run: {} against {} ({} mode)\n", report.under_test_engine, report.oracle_engine,
              run_mode_name(options.mode));
+  if (!scope.scope->empty())
+    fmt::print("  scope: {} exclusion{} (what the implementation supports, flags, profile {}); see the report's coverage\n",
+               scope.scope->exclusions().size(), scope.scope->exclusions().size() == 1 ? "" : "s",
+               scope.coverage.profile.empty() ? "none" : scope.coverage.profile);
+  for (const AppliedRule& r : scope.coverage.rules)
+    if (r.kind == "default") fmt::print("  rule {}: {}\n", r.id, r.reason);
 
   // Named cases: the claim checks on the implementation's own trace, then the comparison with the oracle.
   if (args.only_index < 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
+      std::string why;
+      if (!in_scope(scope, c.program, &why)) {
+        if (!args.only_case.empty()) fmt::print("  left out {}: {}\n", c.id, why);
+        continue;
+      }
       LockstepResult result = run_case(*subject, c, expectations);
       if (fatal()) return kExitInputError;
+      count_case(scope, c.program, result);
       CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);
@@ -169,6 +199,7 @@ int command_run(const RunArgs& args) {
     GenOptions gen;
     gen.max_size = args.max_size;
     gen.special_values = args.special_values;
+    if (!scope.scope->empty()) gen.scope = scope.scope;
     RandomPrograms programs(args.seed, gen);
     std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
                                             args.special_values ? " --special-values" : "");
@@ -177,11 +208,20 @@ int command_run(const RunArgs& args) {
     Progress progress(end - first);
     for (int64_t i = first; i < end; ++i) {
       std::string id = fmt::format("random-{}", i);
-      rc::Shrinkable<Program> shrinkable = programs.at(static_cast<uint64_t>(i));
+      std::optional<rc::Shrinkable<Program>> generated;
+      try {
+        generated = programs.at(static_cast<uint64_t>(i));
+      } catch (const std::runtime_error& e) {
+        std::cerr << "lockstep run: " << e.what() << "\n";
+        return kExitInputError;
+      }
+      const rc::Shrinkable<Program>& shrinkable = *generated;
       Program program = shrinkable.value();
-      const FieldMask mask = expectations.mask_for(id);
+      const std::set<std::string> features = program_features(program);
+      const FieldMask mask = expectations.mask_for(id, &features);
       LockstepResult result = subject->run(id, program, mask);
       if (fatal()) return kExitInputError;
+      count_case(scope, program, result);
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i);
       CaseReport r = case_report(id, result, program, reproduce);
       if (r.status == CaseStatus::Failed) {
@@ -189,10 +229,13 @@ int command_run(const RunArgs& args) {
         // every candidate through the same implementation.
         ShrinkStats stats;
         auto still_fails = [&](const Program& candidate) {
-          return case_report(id, subject->run(id, candidate, mask), std::nullopt, "").status == CaseStatus::Failed;
+          const std::set<std::string> f = program_features(candidate);
+          return case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f)), candidate, "").status ==
+                 CaseStatus::Failed;
         };
         Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
-        LockstepResult shrunk_result = subject->run(id, shrunk, mask);
+        const std::set<std::string> shrunk_features = program_features(shrunk);
+        LockstepResult shrunk_result = subject->run(id, shrunk, expectations.mask_for(id, &shrunk_features));
         CaseReport s = case_report(id, shrunk_result, shrunk, reproduce);
         if (s.status == CaseStatus::Failed) {
           s.original_program = program;
@@ -218,6 +261,10 @@ int command_run(const RunArgs& args) {
     progress.clear();
   }
 
+  finish_coverage(scope, report, expectations);
+  for (const std::string& u : report.unused_expectations) fmt::print("  unused expectation: {}\n", u);
+  if (!report.coverage->not_exercised.empty())
+    fmt::print("  in scope but not exercised: {}\n", fmt::join(report.coverage->not_exercised, ", "));
   try {
     write_reports(args.report_dir, report, "lockstep-report");
   } catch (const std::exception& e) {

@@ -28,6 +28,9 @@ struct RunArgs {
   double shrink_seconds = 10;     // time budget to shrink one failing program
   std::string tolerance_file;            // tolerance overrides (the entries matching "*" apply)
   int64_t timeout_ms = 10000;            // drivers: per-program timeout
+  std::string features;                  // --features: within each category named, only these (feature_scope.h)
+  std::string exclude_features;          // --exclude-features: never these
+  std::string profile;                   // --profile NAME|FILE|none; empty: the one the driver's hello names
 };
 int command_run(const RunArgs& args);
 

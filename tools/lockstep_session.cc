@@ -2,16 +2,25 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
+#include "conformance/program/features.h"
+#include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
+#include "conformance/run/api_profile.h"
+#include "conformance/run/zero_grad_default.h"
+#include "tools/report_files.h"
 
 namespace lockstep::tools {
 
 LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations) {
-  LockstepResult result = subject.run(c.id, c.program, expectations.mask_for(c.id));
+  const std::set<std::string> features = program_features(c.program);
+  LockstepResult result = subject.run(c.id, c.program, expectations.mask_for(c.id, &features));
   if (!result.skipped.empty() || !subject.fatal_error().empty()) return result;
   std::string why;
   std::optional<Trace> own = subject.trace(c.id, c.program, why);
-  std::vector<std::string> claim_failures = own ? check_case(c, *own) : std::vector<std::string>{why};
+  std::vector<std::string> claim_failures =
+      own ? check_case(c, *own, subject.pytorch_version()) : std::vector<std::string>{why};
   if (!claim_failures.empty()) {
     result.passed = false;
     std::string text = "claim checks failed:";
@@ -23,12 +32,95 @@ LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const
 
 LockstepResult run_program_case(TestedImplementation& subject, const std::string& id, const Program& program,
                                 const Expectations& expectations) {
-  return subject.run(id, program, expectations.mask_for(id));
+  const std::set<std::string> features = program_features(program);
+  return subject.run(id, program, expectations.mask_for(id, &features));
 }
 
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
                             const Expectations* expectations) {
   return make_case_report(case_id, result, std::nullopt, "", expectations).status == CaseStatus::Failed;
+}
+
+RunScope make_run_scope(TestedImplementation& subject, const std::string& features, const std::string& exclude_features,
+                        const std::string& profile, Expectations& expectations) {
+  RunScope s;
+  const Capabilities& caps = subject.capabilities();
+  s.coverage.implementation = caps.hello;
+  s.coverage.warnings = caps.warnings;
+  exclude_unsupported(caps, *s.scope);
+  narrow_scope(*s.scope, features, exclude_features);
+  if (!features.empty()) s.reproduce_flags += " --features " + shell_quote(features);
+  if (!exclude_features.empty()) s.reproduce_flags += " --exclude-features " + shell_quote(exclude_features);
+  if (!profile.empty()) s.reproduce_flags += " --profile " + shell_quote(profile);
+  std::string name = profile.empty() ? caps.api_profile : profile;
+  if (name == "none") name.clear();
+  if (!name.empty()) {
+    std::string path;
+    try {
+      path = profile_path(name);
+    } catch (const InputError&) {
+      if (!profile.empty()) throw;
+      s.coverage.warnings.push_back("the hello names API profile '" + name + "', which this lockstep does not ship (" +
+                                    default_profiles_dir() + "): no profile rules apply");
+    }
+    if (!path.empty()) {
+      const ApiProfile p = load_profile(path);
+      apply_profile(p, *s.scope, expectations);
+      s.coverage.profile = p.name;
+      for (const ProfileRule& r : p.rules)
+        s.coverage.rules.push_back({r.id, r.avoid ? "avoid" : "expect",
+                                    (r.semantics.empty() ? "" : r.semantics + " ") + r.reason, 0});
+    }
+  }
+  const std::string rule = subject.zero_grad_rule();
+  if (!rule.empty()) s.coverage.rules.push_back({kZeroGradDefaultRule, "default", rule, 0});
+  for (const FeatureExclusion& x : s.scope->exclusions()) s.coverage.left_out.emplace_back(x.when, x.reason);
+  return s;
+}
+
+bool in_scope(RunScope& s, const Program& program, std::string* why) {
+  const FeatureExclusion* x = s.scope->excluded(program_features(program));
+  if (!x) return true;
+  ++s.coverage.out_of_scope;
+  ++s.left_out_by[x->reason];
+  if (why) *why = x->reason;
+  return false;
+}
+
+void count_case(RunScope& s, const Program& program, const LockstepResult& result) {
+  if (!result.skipped.empty()) {
+    ++s.coverage.skipped;
+    return;
+  }
+  ++s.coverage.tested;
+  for (const std::string& f : program_features(program)) ++s.coverage.exercised[f];
+  if (uses_zero_grad_default(program))
+    for (AppliedRule& r : s.coverage.rules)
+      if (r.id == kZeroGradDefaultRule) ++r.uses;
+}
+
+void finish_coverage(RunScope& s, RunReport& report, const Expectations& expectations) {
+  for (const FeatureInfo& f : all_features())
+    if (s.scope->allows(f.name) && !s.coverage.exercised.count(f.name)) s.coverage.not_exercised.push_back(f.name);
+  for (AppliedRule& r : s.coverage.rules) {
+    if (r.kind == "expect") {
+      for (const Expectation& e : expectations.entries)
+        if (e.source.size() >= r.id.size() && e.source.compare(e.source.size() - r.id.size(), r.id.size(), r.id) == 0 &&
+            e.source.rfind("profile ", 0) == 0)
+          r.uses += e.uses;
+    } else if (r.kind == "avoid") {
+      for (const auto& [reason, n] : s.left_out_by)
+        if (reason.find(" rule " + r.id + ":") != std::string::npos) r.uses += n;
+    }
+  }
+  for (const Expectation* e : expectations.unused_entries()) {
+    if (e->source.rfind("profile ", 0) == 0) continue;  // listed with the rules
+    std::string what = "id " + e->id;
+    if (!e->features.empty()) what += ", features " + fmt::format("{}", fmt::join(e->features, " + "));
+    if (!e->fields.empty()) what += ", fields " + fmt::format("{}", fmt::join(e->fields, ", "));
+    report.unused_expectations.push_back(what + ": " + e->reason + (e->source.empty() ? "" : " (" + e->source + ")"));
+  }
+  report.coverage = s.coverage;
 }
 
 Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,

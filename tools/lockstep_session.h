@@ -11,12 +11,15 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include <rapidcheck.h>
 
 #include "conformance/compare/expectations.h"
+#include "conformance/program/feature_scope.h"
+#include "conformance/report/report.h"
 #include "conformance/generate/shrink.h"
 #include "conformance/program/program.h"
 #include "conformance/run/lockstep_runner.h"
@@ -37,6 +40,26 @@ LockstepResult run_program_case(TestedImplementation& subject, const std::string
 // Whether `result` failed and the expectations (may be null) do not accept it (report.h, make_case_report).
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
                             const Expectations* expectations);
+
+// The scope of a run (what the implementation declares, --features/--exclude-features, the API profile) and
+// the coverage record the report carries (report.h, CoverageReport).
+struct RunScope {
+  std::shared_ptr<FeatureScope> scope = std::make_shared<FeatureScope>();
+  CoverageReport coverage;
+  std::string reproduce_flags;  // " --features ... --profile ..." for reproduce lines
+  std::map<std::string, int64_t> left_out_by;  // exclusion reason -> programs or fixtures it left out
+};
+
+// Throws std::invalid_argument (a bad flag) or InputError (a profile that cannot be read). A profile the
+// hello names but lockstep does not ship is a warning, not an error; one named by --profile is an error.
+RunScope make_run_scope(TestedImplementation& subject, const std::string& features, const std::string& exclude_features,
+                        const std::string& profile, Expectations& expectations);
+// Whether a program is in scope; when not, counts it as left out and gives the reason.
+bool in_scope(RunScope& s, const Program& program, std::string* why = nullptr);
+// Counts a case that ran (or was skipped by the implementation) in the coverage.
+void count_case(RunScope& s, const Program& program, const LockstepResult& result);
+// At the end of a run: features in scope never exercised, how often each rule was used, unused expectations.
+void finish_coverage(RunScope& s, RunReport& report, const Expectations& expectations);
 
 // The smallest program that still fails (shrink.h, shrink_failure) within `seconds`.
 Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,

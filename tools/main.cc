@@ -52,6 +52,14 @@ int main(int argc, char** argv) {
   run->add_option("--shrink-seconds", run_args.shrink_seconds, "Time budget to shrink one failing program")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  run->add_option("--features", run_args.features,
+                  "Comma-separated feature names or globs: within each category they name (dtype, op, optimizer, "
+                  "option, feature), only these are generated (`lockstep features` lists them)");
+  run->add_option("--exclude-features", run_args.exclude_features,
+                  "Comma-separated feature names or globs never generated (e.g. float64,adamw,'*.weight_decay')");
+  run->add_option("--profile", run_args.profile,
+                  "API profile (fixtures/profiles/NAME.json or a file; 'none': no profile). Default: the one the "
+                  "driver's hello names");
   run->add_option("--index", run_args.only_index, "Run only this random program (to reproduce a failure)")
       ->check(CLI::NonNegativeNumber);
 

@@ -17,24 +17,52 @@ const std::vector<std::string>& expectation_categories() {
 }
 
 
-const Expectation* FieldMask::match(const std::string& path) const {
-  for (const Expectation* e : entries_)
+namespace {
+bool all_match(const std::vector<std::string>& globs, const std::set<std::string>* features) {
+  if (globs.empty()) return true;
+  if (!features) return false;
+  for (const std::string& g : globs)
+    if (std::none_of(features->begin(), features->end(), [&](const std::string& f) { return glob_match(g, f); }))
+      return false;
+  return true;
+}
+}  // namespace
+
+const Expectation* FieldMask::match(const std::string& path, const std::vector<std::string>& error_kinds) const {
+  for (const Expectation* e : entries_) {
+    if (!e->errors.empty()) {
+      bool raised = false;
+      for (const std::string& g : e->errors)
+        for (const std::string& k : error_kinds) raised = raised || glob_match(g, k);
+      if (!raised) continue;
+    }
     for (const std::string& f : e->fields)
-      if (glob_match(f, path)) return e;
+      if (glob_match(f, path)) {
+        ++e->uses;
+        return e;
+      }
+  }
   return nullptr;
 }
 
-FieldMask Expectations::mask_for(const std::string& case_id) const {
+FieldMask Expectations::mask_for(const std::string& case_id, const std::set<std::string>* features) const {
   FieldMask m;
   for (const Expectation& e : entries)
-    if (!e.fields.empty() && glob_match(e.id, case_id)) m.entries_.push_back(&e);
+    if (!e.fields.empty() && glob_match(e.id, case_id) && all_match(e.features, features)) m.entries_.push_back(&e);
   return m;
 }
 
-const Expectation* Expectations::whole_case(const std::string& case_id) const {
+const Expectation* Expectations::whole_case(const std::string& case_id, const std::set<std::string>* features) const {
   for (const Expectation& e : entries)
-    if (e.fields.empty() && glob_match(e.id, case_id)) return &e;
+    if (e.fields.empty() && glob_match(e.id, case_id) && all_match(e.features, features)) return &e;
   return nullptr;
+}
+
+std::vector<const Expectation*> Expectations::unused_entries() const {
+  std::vector<const Expectation*> out;
+  for (const Expectation& e : entries)
+    if (e.uses == 0) out.push_back(&e);
+  return out;
 }
 
 std::vector<std::string> Expectations::stale(const std::vector<std::string>& case_ids) const {
@@ -60,7 +88,7 @@ std::string nonempty_string(JsonObjectReader& r, const std::string& key) {
 Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& pointer) {
   JsonObjectReader r(j, pointer, "an expectation");
   Expectation e;
-  e.id = nonempty_string(r, "id");
+  if (r.has("id")) e.id = nonempty_string(r, "id");
   if (r.has("field") && r.has("fields"))
     throw JsonError(r.pointer("field"), "give \"fields\" (a list of globs) or \"field\", not both");
   if (r.has("field")) {
@@ -76,6 +104,26 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
       e.fields.push_back(f.get<std::string>());
     }
   }
+  auto globs = [&](const char* key, const char* what) {
+    std::vector<std::string> out;
+    const nlohmann::ordered_json* list = r.optional(key);
+    if (!list) return out;
+    const std::string lp = r.pointer(key);
+    if (!list->is_array() || list->empty()) throw JsonError(lp, std::string("expected a non-empty array of ") + what);
+    for (size_t i = 0; i < list->size(); ++i) {
+      const nlohmann::ordered_json& g = (*list)[i];
+      if (!g.is_string() || g.get<std::string>().empty())
+        throw JsonError(json_pointer_append(lp, i), std::string("expected a non-empty string (") + what + ")");
+      out.push_back(g.get<std::string>());
+    }
+    return out;
+  };
+  e.features = globs("features", "globs on feature names, conformance/program/features.h");
+  e.errors = globs("errors", "globs on error kinds");
+  if (!e.errors.empty() && e.fields.empty())
+    throw JsonError(r.pointer("errors"), "\"errors\" narrows a mask: give \"fields\" too");
+  if (!r.has("id") && e.features.empty())
+    throw JsonError(pointer, "an expectation needs an \"id\" glob or \"features\" (a rule for every case would hide everything)");
   e.reason = nonempty_string(r, "reason");
   if (r.has("category")) {
     e.category = r.string("category");
@@ -106,6 +154,7 @@ Expectations expectations_from_json(const nlohmann::ordered_json& doc, const std
       throw JsonError(base, std::string("expected an array of expectations, found ") + json_type_name(*list));
     for (size_t i = 0; i < list->size(); ++i)
       out.entries.push_back(entry_from_json((*list)[i], json_pointer_append(base, i)));
+    for (Expectation& e : out.entries) e.source = file;
   } catch (const JsonError& e) {
     throw InputError(file, e.pointer(), e.message());
   }

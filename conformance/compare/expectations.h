@@ -16,10 +16,16 @@
 //   An entry without fields says the WHOLE CASE is expected to fail (any difference, a driver failure, an
 //   exception): a failing case is reported as known (an expected failure); a passing one as an unexpected
 //   pass, which is a failure (the file must say what is true).
+// - "features" (optional): globs on the features of the case's program (conformance/program/features.h),
+//   all of which must match one of them: a rule for live runs, whatever the case id ("id" defaults to "*").
+//   {"features": ["sgd"], "fields": ["* → state.exists"], ...} masks SGD's state entries in every SGD program.
+// - "errors" (optional, with "fields"): globs on error kinds (trace.h); the entry masks a difference only in a
+//   record where the oracle or the implementation raised an error of such a kind.
 // - "reason": non-empty; "category" (optional): one of expectation_categories(); "comment": ignored.
 // Accepted for files written before: the key "expected_failures" instead of "expectations", a top-level
 // array of entries, and "field" (one glob) instead of "fields".
-// An entry that matches no case of a run is reported as stale.
+// An entry that matches no case of a run is reported as stale; one that masked nothing and explained no
+// case, as unused (unused_entries()).
 //
 // Example:
 //   Expectations e = load_expectations("fixtures/expectations/pytorch-python.json");
@@ -28,6 +34,8 @@
 //   if (const Expectation* x = e.whole_case("tut001-set-to-none-leaves-none")) ... expected to fail ...
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,10 +46,14 @@
 namespace lockstep {
 
 struct Expectation {
-  std::string id;                   // glob on the case id
+  std::string id = "*";             // glob on the case id
   std::vector<std::string> fields;  // globs on field paths; empty: the whole case is expected to fail
   std::string reason;
   std::string category;             // empty when not given
+  std::vector<std::string> features;  // globs on the case program's features (features.h), all must match
+  std::vector<std::string> errors;  // globs on error kinds: only records where either side raised one of them
+  std::string source;               // where it came from: a file name, or "profile NAME rule ID"
+  mutable int64_t uses = 0;         // differences masked or cases explained in this run (unused_entries())
 };
 
 // {"api_difference", "implementation_bug", "not_implemented", "precision", "protocol"}
@@ -50,8 +62,10 @@ const std::vector<std::string>& expectation_categories();
 // The masks that apply to one case: the entries with fields whose id matches it.
 class FieldMask {
  public:
-  // The first entry one of whose field globs matches `path`; nullptr when none does.
-  const Expectation* match(const std::string& path) const;
+  // The first entry one of whose field globs matches `path` (and, for an entry with "errors", one of whose
+  // error globs matches one of `error_kinds`, the kinds the two records raised); nullptr when none does.
+  // Counts a use of the entry it returns.
+  const Expectation* match(const std::string& path, const std::vector<std::string>& error_kinds = {}) const;
   bool empty() const { return entries_.empty(); }
 
  private:
@@ -62,9 +76,13 @@ class FieldMask {
 struct Expectations {
   std::vector<Expectation> entries;
 
-  FieldMask mask_for(const std::string& case_id) const;
-  // The first entry without fields whose id matches: the case is expected to fail.
-  const Expectation* whole_case(const std::string& case_id) const;
+  // `features`: the case program's features (features.h); entries with "features" apply only when given
+  // and all their globs match.
+  FieldMask mask_for(const std::string& case_id, const std::set<std::string>* features = nullptr) const;
+  // The first entry without fields whose id (and features) match: the case is expected to fail.
+  const Expectation* whole_case(const std::string& case_id, const std::set<std::string>* features = nullptr) const;
+  // Entries that masked nothing and explained no case in this run (Expectation::uses == 0).
+  std::vector<const Expectation*> unused_entries() const;
   // The ids of entries that match none of `case_ids`.
   std::vector<std::string> stale(const std::vector<std::string>& case_ids) const;
   void append(const Expectations& more);

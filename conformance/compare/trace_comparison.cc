@@ -30,13 +30,17 @@ TraceComparison::TraceComparison(const Program& program, Tolerance tolerance, Fi
     : program_(program), tolerance_(tolerance), mask_(std::move(mask)) {}
 
 std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, std::optional<size_t> index,
-                                                    const std::string& action) {
+                                                    const std::string& action, const Record& expected,
+                                                    const Record& actual) {
   if (mask_.empty() || d.empty()) return d;
+  std::vector<std::string> error_kinds;  // for entries with "errors" (expectations.h)
+  if (expected.error) error_kinds.push_back(expected.error->kind);
+  if (actual.error) error_kinds.push_back(actual.error->kind);
   std::vector<Difference> kept;
   for (Difference& x : d) {
-    if (const Expectation* e = mask_.match(x.path)) {
+    if (const Expectation* e = mask_.match(x.path, error_kinds)) {
       if (x.kind == DifferenceKind::Structure) masked_structure_ = true;
-      masked_.push_back(MaskedDifference{index, action, std::move(x), e->reason});
+      masked_.push_back(MaskedDifference{index, action, std::move(x), e->reason, e->source.rfind("profile ", 0) == 0});
     } else {
       kept.push_back(std::move(x));
     }
@@ -48,7 +52,7 @@ std::vector<Difference> TraceComparison::compare_init(Record expected, Record ac
   CompareContext ctx;
   ctx.tolerance = tolerance_;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
-  std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, "init");
+  std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, "init", expected, actual);
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;
@@ -111,7 +115,8 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   ctx.handle_param = handle_param_;
   if (!budget.empty()) ctx.budget = &budget;
   std::vector<Difference> d =
-      apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index, action_name(action.kind));
+      apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index, action_name(action.kind),
+                 expected, actual);
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;

@@ -35,6 +35,7 @@ struct MaskedDifference {
   std::string action;                  // "init", "step", ...
   Difference difference;
   std::string reason;                  // the expectation's reason
+  bool by_profile = false;             // an API profile's rule (api_profile.h): a pass, not a known discrepancy
 };
 
 class TraceComparison {
@@ -61,7 +62,7 @@ class TraceComparison {
   };
 
   std::vector<Difference> apply_mask(std::vector<Difference> d, std::optional<size_t> index,
-                                     const std::string& action);
+                                     const std::string& action, const Record& expected, const Record& actual);
 
   const Program& program_;
   Tolerance tolerance_;

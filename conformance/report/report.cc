@@ -1,8 +1,11 @@
 // Run reports: the model, the summary, known-discrepancy classification and the JSON writer (report.h).
 #include "conformance/report/report.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
+#include "conformance/program/features.h"
 #include "conformance/program/json_number.h"
 #include "conformance/program/program_json.h"
 
@@ -37,7 +40,10 @@ CaseReport make_case_report(std::string id, LockstepResult result, std::optional
   c.program = std::move(program);
   c.reproduce_command = std::move(reproduce_command);
   c.status = result.passed ? CaseStatus::Passed : CaseStatus::Failed;
-  const Expectation* whole = expectations ? expectations->whole_case(c.id) : nullptr;
+  std::set<std::string> features;  // for rule entries (expectations.h, "features")
+  if (c.program) features = program_features(*c.program);
+  const Expectation* whole = expectations ? expectations->whole_case(c.id, c.program ? &features : nullptr) : nullptr;
+  if (whole && !result.passed) ++whole->uses;
   auto labelled = [](const Expectation& e) {
     return e.category.empty() ? e.reason : fmt::format("{}: {}", e.category, e.reason);
   };
@@ -52,7 +58,8 @@ CaseReport make_case_report(std::string id, LockstepResult result, std::optional
   } else if (result.passed && !result.skipped.empty()) {
     c.status = CaseStatus::Known;
     c.known_reason = "skipped: " + result.skipped;
-  } else if (result.passed && !result.masked.empty()) {
+  } else if (result.passed && !result.masked.empty() &&
+             std::any_of(result.masked.begin(), result.masked.end(), [](const MaskedDifference& m) { return !m.by_profile; })) {
     c.status = CaseStatus::Known;
     c.known_reason = fmt::format("{} masked difference{} ({})", result.masked.size(),
                                  result.masked.size() == 1 ? "" : "s", result.masked.front().reason);
@@ -208,6 +215,28 @@ nlohmann::ordered_json difference_to_json(const Difference& d) {
   return j;
 }
 
+nlohmann::ordered_json coverage_to_json(const CoverageReport& c) {
+  nlohmann::ordered_json j;
+  j["implementation"] = c.implementation;
+  j["profile"] = c.profile;
+  j["tested"] = c.tested;
+  j["skipped"] = c.skipped;
+  j["out_of_scope"] = c.out_of_scope;
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
+  for (const AppliedRule& r : c.rules)
+    rules.push_back({{"id", r.id}, {"kind", r.kind}, {"uses", r.uses}, {"reason", r.reason}});
+  j["rules"] = std::move(rules);
+  nlohmann::ordered_json left = nlohmann::ordered_json::array();
+  for (const auto& [when, why] : c.left_out) left.push_back({{"features", when}, {"reason", why}});
+  j["left_out"] = std::move(left);
+  nlohmann::ordered_json exercised = nlohmann::ordered_json::object();
+  for (const auto& [feature, n] : c.exercised) exercised[feature] = n;
+  j["exercised"] = std::move(exercised);
+  j["not_exercised"] = c.not_exercised;
+  if (!c.warnings.empty()) j["warnings"] = c.warnings;
+  return j;
+}
+
 nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions& options) {
   nlohmann::ordered_json j;
   j["format"] = "lockstep-report/1";
@@ -219,6 +248,8 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
   j["max_size"] = report.max_size;
   const ReportSummary s = summarise(report);
   j["summary"] = {{"total", s.total}, {"passed", s.passed}, {"failed", s.failed}, {"known", s.known}};
+  if (report.coverage) j["coverage"] = coverage_to_json(*report.coverage);
+  if (!report.unused_expectations.empty()) j["unused_expectations"] = report.unused_expectations;
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (const CaseReport& c : report.cases) {
     nlohmann::ordered_json cj;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,27 @@ struct CaseReport {
   std::string known_reason;                // Known: the matching entry's reason
 };
 
+// What a run tested and left out (capabilities.h, feature_scope.h, api_profile.h).
+struct AppliedRule {
+  std::string id;      // "py-group-options-inherit", "zero-grad-default"
+  std::string kind;    // "avoid" (programs not generated / fixtures left out), "expect" (differences accepted), "default"
+  std::string reason;
+  int64_t uses = 0;    // programs avoided, differences accepted, programs run under the rule
+};
+
+struct CoverageReport {
+  nlohmann::ordered_json implementation;        // the hello (name, version, api_profile, supports, ...); null: none
+  std::string profile;                          // the API profile used ("" none)
+  std::vector<std::pair<std::vector<std::string>, std::string>> left_out;  // excluded feature globs, why
+  std::map<std::string, int64_t> exercised;     // feature -> tested cases that used it
+  std::vector<std::string> not_exercised;       // in scope, used by no tested case
+  std::vector<AppliedRule> rules;
+  std::vector<std::string> warnings;            // unknown names in the hello, ...
+  int64_t tested = 0;                           // cases run and compared (not skipped)
+  int64_t skipped = 0;                          // cases the implementation declined
+  int64_t out_of_scope = 0;                     // fixtures or named cases left out by the scope
+};
+
 struct RunReport {
   std::string oracle_engine;
   std::string under_test_engine;
@@ -53,6 +75,8 @@ struct RunReport {
   int64_t max_size = 0;  // generator size limit
   RunMode mode = RunMode::Lockstep;
   std::vector<CaseReport> cases;
+  std::optional<CoverageReport> coverage;
+  std::vector<std::string> unused_expectations;  // entries that masked nothing and explained no case
 };
 
 struct ReportSummary {
@@ -86,6 +110,8 @@ std::string xml_text(const std::string& text);    // element text: only & < > es
 // ("shape": [2, 3]): a program stays readable in a pull-request comment.
 std::string readable_json(const nlohmann::ordered_json& j);
 nlohmann::ordered_json difference_to_json(const Difference& d);
+nlohmann::ordered_json coverage_to_json(const CoverageReport& coverage);
+std::string coverage_markdown(const CoverageReport& coverage);  // the "### Coverage" section
 std::string failure_location(const LockstepResult& r);  // "setup", "action 3 (step)"
 
 }  // namespace lockstep

@@ -139,6 +139,55 @@ void case_details(std::string& out, const CaseReport& c, const ReportOptions& op
 
 }  // namespace
 
+std::string coverage_markdown(const CoverageReport& c) {
+  std::string out = "### Coverage\n\n";
+  const auto& h = c.implementation;
+  if (h.is_object()) {
+    std::string who = h.value("name", std::string("?"));
+    if (h.contains("version") && h["version"].is_string()) who += " " + h["version"].get<std::string>();
+    out += fmt::format("Implementation: {} (hello: {})", cell(who), cell(h.contains("supports") ? "declares what it supports" : "supports everything"));
+    if (h.contains("pytorch_version") && h["pytorch_version"].is_string())
+      out += fmt::format("; follows PyTorch {}", cell(h["pytorch_version"].get<std::string>()));
+    out += ".\n";
+  } else {
+    out += "Implementation: no hello (everything assumed supported).\n";
+  }
+  if (!c.profile.empty()) out += fmt::format("API profile: `{}`.\n", cell(c.profile));
+  out += fmt::format("\n{} case{} tested, {} skipped by the implementation, {} left out by the scope.\n\n", c.tested,
+                     c.tested == 1 ? "" : "s", c.skipped, c.out_of_scope);
+  if (!c.rules.empty()) {
+    out += "| Rule | Kind | Uses | Reason |\n|---|---|---:|---|\n";
+    for (const AppliedRule& r : c.rules)
+      out += fmt::format("| `{}` | {} | {} | {} |\n", cell(r.id), r.kind, r.uses, cell(r.reason));
+    out += "\n";
+  }
+  if (!c.left_out.empty()) {
+    out += "Left out (never generated, fixtures not replayed):\n\n| Features | Why |\n|---|---|\n";
+    for (const auto& [when, why] : c.left_out) {
+      std::string names;
+      for (const std::string& w : when) names += (names.empty() ? "" : " + ") + std::string("`") + cell(w) + "`";
+      out += fmt::format("| {} | {} |\n", names, cell(why));
+    }
+    out += "\n";
+  }
+  if (!c.exercised.empty()) {
+    out += "Exercised (cases per feature): ";
+    bool first = true;
+    for (const auto& [feature, n] : c.exercised) {
+      out += fmt::format("{}`{}` {}", first ? "" : ", ", cell(feature), n);
+      first = false;
+    }
+    out += "\n\n";
+  }
+  if (!c.not_exercised.empty()) {
+    out += "**In scope but not exercised:** ";
+    for (size_t i = 0; i < c.not_exercised.size(); ++i) out += (i ? ", `" : "`") + cell(c.not_exercised[i]) + "`";
+    out += "\n\n";
+  }
+  for (const std::string& w : c.warnings) out += "Warning: " + cell(w) + "\n\n";
+  return out;
+}
+
 std::string report_markdown(const RunReport& report, const ReportOptions& options) {
   const ReportSummary s = summarise(report);
   std::string out;
@@ -157,6 +206,12 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
   out += fmt::format("| Passed | {} |\n| Failed | {} |\n| Known discrepancies | {} |\n| Total | {} |\n\n", s.passed,
                      s.failed, s.known, s.total);
 
+  if (!report.unused_expectations.empty()) {
+    out += "### Unused expectations\n\nThese entries masked nothing and explained no case in this run:\n\n";
+    for (const std::string& u : report.unused_expectations) out += "- " + cell(u) + "\n";
+    out += "\n";
+  }
+  if (report.coverage) out += coverage_markdown(*report.coverage);
   if (s.failed > 0) {
     out += "### Failures\n\n";
     for (const CaseReport& c : report.cases)

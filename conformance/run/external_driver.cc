@@ -371,10 +371,10 @@ ExternalDriver::StartResult ExternalDriver::start(std::string& failure, std::str
   return StartResult::Started;
 }
 
-DriverReply ExternalDriver::request(const std::string& line) {
-  DriverReply reply;
-  // A failed start: tried once more at once (the loop below) unless it cannot help or it is the second in a row.
-  auto startup_failure = [&](StartResult result, const std::string& failure, const std::string& stderr_excerpt) {
+// A failed start: tried once more at once (the callers loop) unless it cannot help or it is the second in a row.
+void ExternalDriver::record_startup_failure(StartResult result, const std::string& failure,
+                                            const std::string& stderr_excerpt) {
+  {
     ++startup_failures_in_a_row_;
     if (result == StartResult::Failed && startup_failures_in_a_row_ < 2) return;
     std::string stderr_text = stderr_excerpt;
@@ -386,7 +386,27 @@ DriverReply ExternalDriver::request(const std::string& line) {
                                        : std::string());
     startup_failure_ += stderr_text.empty() ? "\nit wrote nothing on stderr" : "\nits stderr:\n" + stderr_text;
     startup_stderr_ = stderr_excerpt;
-  };
+  }
+}
+
+bool ExternalDriver::ensure_started() {
+  while (!startup_failed_) {
+    if (pid_ > 0) return true;
+    std::string failure, stderr_excerpt;
+    StartResult result = start(failure, stderr_excerpt);
+    if (result == StartResult::OldDriverExited) continue;  // started again at once, without the hello
+    if (result != StartResult::Started) {
+      record_startup_failure(result, failure, stderr_excerpt);
+      continue;
+    }
+    if (!old_protocol_) startup_failures_in_a_row_ = 0;
+    return true;
+  }
+  return false;
+}
+
+DriverReply ExternalDriver::request(const std::string& line) {
+  DriverReply reply;
   auto failed = [&] {
     reply.status = DriverReply::Status::StartupFailed;
     reply.detail = startup_failure_;
@@ -394,22 +414,12 @@ DriverReply ExternalDriver::request(const std::string& line) {
     return reply;
   };
   while (true) {
-    if (startup_failed_) return failed();
-    if (pid_ <= 0) {
-      std::string failure, stderr_excerpt;
-      StartResult result = start(failure, stderr_excerpt);
-      if (result == StartResult::OldDriverExited) continue;  // started again at once, without the hello
-      if (result != StartResult::Started) {
-        startup_failure(result, failure, stderr_excerpt);
-        continue;
-      }
-      if (!old_protocol_) startup_failures_in_a_row_ = 0;
-    }
+    if (!ensure_started()) return failed();
     const auto t0 = Clock::now();
     Exchange x = exchange(line + "\n", t0 + options_.timeout, options_.timeout);
     if (x.status == DriverReply::Status::Exited && !x.read_input && old_protocol_) {
       // An old driver that died before reading its first request: it did not start.
-      startup_failure(x.exit_status == 127 || x.exit_status == 126 ? StartResult::FailedFinal : StartResult::Failed,
+      record_startup_failure(x.exit_status == 127 || x.exit_status == 126 ? StartResult::FailedFinal : StartResult::Failed,
                       fmt::format("it {} before reading its first request{}", x.what,
                                   x.exit_status == 127   ? " (the shell could not find the command)"
                                   : x.exit_status == 126 ? " (the shell could not execute the command)"

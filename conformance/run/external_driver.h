@@ -109,6 +109,10 @@ class ExternalDriver {
   // first if none runs (start-up and hello under startup_timeout; the timeout counts from the request).
   DriverReply request(const std::string& line);
 
+  // Starts the driver (start-up and hello) if none runs, without a request: true when it runs. A run calls it
+  // first to read the hello's capabilities (capabilities.h); false: startup_failed() says why.
+  bool ensure_started();
+
   // Kills the driver's process group now; the next request starts a new one.
   void kill();
 
@@ -141,6 +145,7 @@ class ExternalDriver {
   enum class StartResult { Started, OldDriverExited, Failed, FailedFinal };
 
   bool spawn(std::string& error);
+  void record_startup_failure(StartResult result, const std::string& failure, const std::string& stderr_excerpt);
   StartResult start(std::string& failure, std::string& stderr_excerpt);  // spawn + hello
   Exchange exchange(const std::string& line, std::chrono::steady_clock::time_point deadline,
                     std::chrono::milliseconds timeout);

@@ -1,5 +1,7 @@
 #include "conformance/run/named_case.h"
 
+#include "conformance/run/capabilities.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -45,6 +47,16 @@ CaseCheck read_check(const json& j, const std::string& pointer, size_t action_co
   c.pointer = r.string("pointer");
   check_pointer_syntax(c.pointer, r.pointer("pointer"));
   if (const json* tol = r.optional("tolerance")) c.tolerance = number_from_json(*tol, r.pointer("tolerance"));
+  if (const json* when = r.optional("when")) {
+    JsonObjectReader w(*when, r.pointer("when"), "a check's condition");
+    c.when_pytorch = w.string("pytorch");
+    try {
+      version_condition_holds(c.when_pytorch, "1.0");
+    } catch (const std::invalid_argument& e) {
+      throw JsonError(w.pointer("pytorch"), e.what());
+    }
+    w.finish(false);
+  }
   int kinds = 0;
   if (const json* eq = r.optional("equals")) {
     c.kind = CaseCheck::Kind::Equals;
@@ -177,12 +189,13 @@ std::vector<NamedCase> load_cases(const std::string& dir) {
 
 std::string default_cases_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/cases"; }
 
-std::vector<std::string> check_case(const NamedCase& c, const Trace& trace) {
+std::vector<std::string> check_case(const NamedCase& c, const Trace& trace, const std::string& pytorch_version) {
   std::vector<std::string> failures;
   auto record_json = [&](int after) {
     return record_to_json(after < 0 ? trace.init : trace.records.at(static_cast<size_t>(after)));
   };
   for (const CaseCheck& check : c.checks) {
+    if (!check.when_pytorch.empty() && !version_condition_holds(check.when_pytorch, pytorch_version)) continue;
     json rec = record_json(check.after);
     json::json_pointer ptr(check.pointer);
     bool present = rec.contains(ptr);

@@ -8,6 +8,7 @@
 //   {"after": 1, "pointer": "/params/x/grad/values", "equals": [4, 8, 12]}
 //   {"after": 0, "pointer": "/output/requires_grad", "equals": false}
 //   {"after": 2, "pointer": "/params/w/state/momentum_buffer", "absent": true}
+//   {"after": 3, "pointer": "/params/w/grad/defined", "equals": false, "when": {"pytorch": ">=2.0"}}
 //   {"after": 7, "pointer": "/params/w/grad/values",
 //    "same_as": {"after": 9, "pointer": "/params/v/grad/values"}, "tolerance": 1e-6}
 //
@@ -39,6 +40,7 @@ struct CaseCheck {
   int same_as_after = -1;           // SameAs
   std::string same_as_pointer;      // SameAs
   double tolerance = 0;             // relative, for numbers
+  std::string when_pytorch;         // "when": {"pytorch": ">=2.0"}: checked only for such versions (SEM-12)
 };
 
 struct NamedCase {
@@ -62,7 +64,9 @@ std::vector<NamedCase> load_cases(const std::string& dir);
 // The cases shipped with the source tree (conformance/cases).
 std::string default_cases_dir();
 
-// The failed checks of `c` on `trace`, each a readable sentence; empty when every check holds.
-std::vector<std::string> check_case(const NamedCase& c, const Trace& trace);
+// The failed checks of `c` on `trace`, each a readable sentence; empty when every check holds. A check with
+// "when": {"pytorch": ">=2.0"} is checked only when `pytorch_version` (TestedImplementation::pytorch_version(),
+// "2.1.0", "libtorch-1.13.0") satisfies it; with no version, conditional checks are not checked.
+std::vector<std::string> check_case(const NamedCase& c, const Trace& trace, const std::string& pytorch_version = "");
 
 }  // namespace lockstep

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include "conformance/compare/trace_comparison.h"
+#include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
 #include "conformance/run/interpreter.h"
+#include "conformance/run/zero_grad_default.h"
 
 namespace lockstep {
 
@@ -69,6 +71,19 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
   return done();
 }
 
+std::string TestedImplementation::pytorch_version() {
+  const Capabilities& caps = capabilities();
+  if (!caps.pytorch_version.empty()) return caps.pytorch_version;
+  const bool mine = zero_grad_default_none(), theirs = oracle_zero_grad_default_none();
+  if (mine != theirs) return mine ? "2.0" : "1.13";
+  return oracle_version();
+}
+
+std::string TestedImplementation::zero_grad_rule() {
+  const bool mine = zero_grad_default_none(), theirs = oracle_zero_grad_default_none();
+  return mine == theirs ? std::string() : zero_grad_default_rule_text(mine, theirs);
+}
+
 namespace {
 
 std::string exception_text(const std::exception& e) {
@@ -85,10 +100,19 @@ class InProcess : public TestedImplementation {
   RunMode mode() const override { return options_.mode; }
 
   LockstepResult run(const std::string&, const Program& program, const FieldMask& mask) override {
-    auto oracle = make_oracle_();
     auto under_test = make_under_test_();
+    auto oracle = make_oracle_();
+    const bool mine = under_test->zero_grad_sets_to_none_by_default();
+    if (mine != oracle->zero_grad_sets_to_none_by_default()) oracle = with_zero_grad_default(std::move(oracle), mine);
     return run_lockstep(program, *oracle, *under_test, options_, mask);
   }
+
+  const Capabilities& capabilities() override {
+    if (caps_.name.empty()) caps_.name = make_under_test_()->name();
+    return caps_;
+  }
+  bool zero_grad_default_none() override { return make_under_test_()->zero_grad_sets_to_none_by_default(); }
+  bool oracle_zero_grad_default_none() override { return make_oracle_()->zero_grad_sets_to_none_by_default(); }
 
   std::optional<Trace> trace(const std::string&, const Program& program, std::string& why) override {
     try {
@@ -100,9 +124,13 @@ class InProcess : public TestedImplementation {
     }
   }
 
+ protected:
+  std::string oracle_version() override { return make_oracle_()->name(); }
+
  private:
   EngineFactory make_oracle_, make_under_test_;
   LockstepOptions options_;
+  Capabilities caps_;
 };
 
 class Driver : public TestedImplementation {
@@ -121,6 +149,8 @@ class Driver : public TestedImplementation {
     try {
       auto oracle = make_oracle_();
       r.oracle_engine = oracle->name();
+      const bool mine = zero_grad_default_none();
+      if (mine != oracle->zero_grad_sets_to_none_by_default()) oracle = with_zero_grad_default(std::move(oracle), mine);
       expected = run_program(program, *oracle);
     } catch (const std::exception& e) {
       r.passed = false;
@@ -174,10 +204,38 @@ class Driver : public TestedImplementation {
   }
 
   std::string fatal_error() const override {
+    if (!hello_error_.empty()) return hello_error_;
     return driver_.startup_failed() ? driver_.startup_failure() : std::string();
   }
 
+  const Capabilities& capabilities() override {
+    if (caps_read_) return caps_;
+    caps_read_ = true;
+    if (!driver_.ensure_started()) return caps_;
+    try {
+      caps_ = capabilities_from_hello(driver_.hello());
+    } catch (const JsonError& e) {
+      hello_error_ = fmt::format("the driver '{}' answered the hello with capabilities lockstep cannot read: {}: {}",
+                                 driver_.command(), e.pointer(), e.message());
+    }
+    return caps_;
+  }
+  bool zero_grad_default_none() override {
+    return resolved_zero_grad_default_none(capabilities(), oracle_zero_grad_default_none());
+  }
+  bool oracle_zero_grad_default_none() override {
+    if (!oracle_default_) oracle_default_ = make_oracle_()->zero_grad_sets_to_none_by_default();
+    return *oracle_default_;
+  }
+
+ protected:
+  std::string oracle_version() override { return make_oracle_()->name(); }
+
  private:
+  bool caps_read_ = false;
+  Capabilities caps_;
+  std::string hello_error_;
+  std::optional<bool> oracle_default_;
   EngineFactory make_oracle_;
   ExternalDriver driver_;
   Tolerance tolerance_;

@@ -18,6 +18,7 @@
 #include "conformance/compare/tolerance.h"
 #include "conformance/program/program.h"
 #include "conformance/program/trace.h"
+#include "conformance/run/capabilities.h"
 #include "conformance/run/engine.h"
 #include "conformance/run/external_driver.h"
 #include "conformance/run/lockstep_runner.h"
@@ -40,6 +41,22 @@ class TestedImplementation {
   virtual std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) = 0;
   // Non-empty when the implementation cannot run at all (a driver that fails to start): the run must end.
   virtual std::string fatal_error() const { return ""; }
+
+  // What the implementation announced about itself (capabilities.h). A driver is started for its hello on the
+  // first call (check fatal_error() after it); an in-process engine supports everything.
+  virtual const Capabilities& capabilities() = 0;
+  // SEM-12.1: what the implementation's zero_grad() does, and what the oracle's does.
+  virtual bool zero_grad_default_none() = 0;
+  virtual bool oracle_zero_grad_default_none() = 0;
+  // The PyTorch version named case checks with "when": {"pytorch": ...} are evaluated against: the declared one;
+  // else, when the defaults differ, "2.0" or "1.13" as the implementation's default says; else the oracle's.
+  std::string pytorch_version();
+  // The rule text when the oracle's zero_grad() is spelled out as the implementation's default
+  // (zero_grad_default.h); empty when both follow the same default.
+  std::string zero_grad_rule();
+
+ protected:
+  virtual std::string oracle_version() = 0;
 };
 
 std::unique_ptr<TestedImplementation> in_process_implementation(EngineFactory make_oracle, EngineFactory make_under_test,

@@ -1,0 +1,109 @@
+// API profiles (api_profile.h).
+#include "conformance/run/api_profile.h"
+
+#include <sys/stat.h>
+
+#include "conformance/program/features.h"
+#include "conformance/program/json_reader.h"
+#include "conformance/program/program_json.h"
+
+namespace lockstep {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::vector<std::string> string_list(JsonObjectReader& r, const std::string& key, bool feature_names) {
+  std::vector<std::string> out;
+  const json* list = r.optional(key);
+  if (!list) return out;
+  const std::string p = r.pointer(key);
+  if (!list->is_array() || list->empty()) throw JsonError(p, "expected a non-empty array of strings");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& s = (*list)[i];
+    if (!s.is_string() || s.get<std::string>().empty())
+      throw JsonError(json_pointer_append(p, i), "expected a non-empty string");
+    const std::string v = s.get<std::string>();
+    if (feature_names) {
+      bool any = false;
+      for (const FeatureInfo& f : all_features()) any = any || glob_match(v, f.name);
+      if (!any) throw JsonError(json_pointer_append(p, i), "'" + v + "' matches no feature (conformance/program/features.h)");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string default_profiles_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/profiles"; }
+
+std::string profile_path(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
+  const std::string path = is_path ? name_or_path : default_profiles_dir() + "/" + name_or_path + ".json";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw InputError(path, "", is_path ? "no such profile file" : "no API profile named '" + name_or_path + "' (profiles live in " + default_profiles_dir() + ")");
+  return path;
+}
+
+ApiProfile load_profile(const std::string& path) {
+  const std::string text = read_text_file(path);
+  ApiProfile p;
+  p.file = path;
+  try {
+    const json doc = parse_json_text(text, 16);
+    JsonObjectReader top(doc, "", "a profile");
+    p.name = top.string("profile");
+    if (top.has("description")) p.description = top.string("description");
+    const json& rules = top.required("rules");
+    if (!rules.is_array()) throw JsonError("/rules", "expected an array of rules");
+    for (size_t i = 0; i < rules.size(); ++i) {
+      JsonObjectReader r(rules[i], json_pointer_append("/rules", i), "a profile rule");
+      ProfileRule rule;
+      rule.id = r.string("id");
+      if (rule.id.empty()) throw JsonError(r.pointer("id"), "must not be empty");
+      for (const ProfileRule& other : p.rules)
+        if (other.id == rule.id) throw JsonError(r.pointer("id"), "duplicate rule id '" + rule.id + "'");
+      rule.when = string_list(r, "when", true);
+      if (rule.when.empty()) throw JsonError(r.pointer(), "a rule needs \"when\" (feature globs)");
+      rule.avoid = r.optional_bool("avoid").value_or(false);
+      rule.fields = string_list(r, "fields", false);
+      rule.errors = string_list(r, "errors", false);
+      if (rule.avoid == !rule.fields.empty())
+        throw JsonError(r.pointer(), "a rule gives either \"avoid\": true or \"fields\" (differences it expects)");
+      if (!rule.errors.empty() && rule.fields.empty())
+        throw JsonError(r.pointer("errors"), "\"errors\" narrows \"fields\": give \"fields\" too");
+      if (r.has("semantics")) rule.semantics = r.string("semantics");
+      rule.reason = r.string("reason");
+      if (rule.reason.empty()) throw JsonError(r.pointer("reason"), "must not be empty");
+      r.finish(true);
+      p.rules.push_back(std::move(rule));
+    }
+    top.finish(true);
+  } catch (const JsonError& e) {
+    throw InputError(path, e.pointer(), e.message());
+  }
+  return p;
+}
+
+void apply_profile(const ApiProfile& profile, FeatureScope& scope, Expectations& expectations) {
+  for (const ProfileRule& rule : profile.rules) {
+    const std::string reason = (rule.semantics.empty() ? "" : rule.semantics + " ") + rule.reason;
+    if (rule.avoid) {
+      scope.exclude(rule.when, "profile " + profile.name + " rule " + rule.id + ": " + reason, "profile");
+      continue;
+    }
+    Expectation e;
+    e.id = "*";
+    e.features = rule.when;
+    e.fields = rule.fields;
+    e.errors = rule.errors;
+    e.reason = "profile " + profile.name + " rule " + rule.id + ": " + reason;
+    e.category = "api_difference";
+    e.source = "profile " + profile.name + " rule " + rule.id;
+    expectations.entries.push_back(std::move(e));
+  }
+}
+
+}  // namespace lockstep

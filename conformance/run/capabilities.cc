@@ -1,0 +1,155 @@
+// Capabilities from a driver's hello (capabilities.h).
+#include "conformance/run/capabilities.h"
+
+#include <cctype>
+#include <cstdio>
+#include <stdexcept>
+
+#include "conformance/program/features.h"
+#include "conformance/program/json_reader.h"
+
+namespace lockstep {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string optional_string(const json& obj, const char* key, const std::string& base) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return "";
+  if (!it->is_string()) throw JsonError(base + "/" + key, "expected a string");
+  return it->get<std::string>();
+}
+
+std::set<std::string> string_set(const json& list, const std::string& pointer) {
+  if (!list.is_array()) throw JsonError(pointer, "expected an array of strings");
+  std::set<std::string> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string()) throw JsonError(pointer + "/" + std::to_string(i), "expected a string");
+    out.insert(list[i].get<std::string>());
+  }
+  return out;
+}
+
+// The known names of one category, without the "op:" prefix for ops.
+std::set<std::string> known(const std::string& category) {
+  std::set<std::string> out;
+  for (const FeatureInfo& f : all_features())
+    if (f.category == category) out.insert(category == "op" ? f.name.substr(3) : f.name);
+  return out;
+}
+
+}  // namespace
+
+Capabilities capabilities_from_hello(const json& hello) {
+  Capabilities c;
+  c.hello = hello;
+  if (hello.is_null()) return c;
+  const std::string base = "/hello";
+  if (!hello.is_object()) throw JsonError(base, "expected an object");
+  c.name = optional_string(hello, "name", base);
+  c.version = optional_string(hello, "version", base);
+  c.language = optional_string(hello, "language", base);
+  c.api_profile = optional_string(hello, "api_profile", base);
+  c.pytorch_version = optional_string(hello, "pytorch_version", base);
+  if (!c.pytorch_version.empty() && !parse_pytorch_version(c.pytorch_version))
+    throw JsonError(base + "/pytorch_version", "expected a version \"major.minor[.patch]\", found \"" + c.pytorch_version + "\"");
+  if (auto d = hello.find("defaults"); d != hello.end()) {
+    if (!d->is_object()) throw JsonError(base + "/defaults", "expected an object");
+    for (const auto& [key, value] : d->items()) {
+      if (key != "zero_grad") {
+        c.warnings.push_back("hello.defaults." + key + " is not known to this lockstep (ignored)");
+        continue;
+      }
+      if (value != "none" && value != "zero")
+        throw JsonError(base + "/defaults/zero_grad", "expected \"none\" or \"zero\"");
+      c.zero_grad_default_none = value == "none";
+    }
+  }
+  auto s = hello.find("supports");
+  if (s == hello.end() || s->is_null()) return c;
+  const std::string sp = base + "/supports";
+  if (!s->is_object()) throw JsonError(sp, "expected an object");
+  c.declared_supports = true;
+  auto check_known = [&](const std::set<std::string>& names, const std::string& category, const std::string& what) {
+    const std::set<std::string> k = known(category);
+    for (const std::string& n : names)
+      if (!k.count(n)) c.warnings.push_back("the driver supports " + what + " '" + n + "', unknown to this lockstep");
+  };
+  for (const auto& [key, value] : s->items()) {
+    const std::string p = sp + "/" + key;
+    if (key == "dtypes") {
+      c.dtypes = string_set(value, p);
+      check_known(*c.dtypes, "dtype", "dtype");
+    } else if (key == "ops") {
+      c.ops = string_set(value, p);
+      check_known(*c.ops, "op", "op");
+    } else if (key == "features") {
+      c.features = string_set(value, p);
+      std::set<std::string> k = known("feature");
+      for (const std::string& n : *c.features)
+        if (!k.count(n)) c.warnings.push_back("the driver supports feature '" + n + "', unknown to this lockstep");
+    } else if (key == "optimizers") {
+      if (!value.is_object()) throw JsonError(p, "expected an object: optimizer name -> the options it honours");
+      c.optimizers.emplace();
+      const std::set<std::string> k = known("optimizer");
+      for (const auto& [name, options] : value.items()) {
+        (*c.optimizers)[name] = string_set(options, p + "/" + name);
+        if (!k.count(name)) c.warnings.push_back("the driver supports optimizer '" + name + "', unknown to this lockstep");
+      }
+    } else {
+      c.warnings.push_back("hello.supports." + key + " is not known to this lockstep (ignored)");
+    }
+  }
+  return c;
+}
+
+void exclude_unsupported(const Capabilities& caps, FeatureScope& scope) {
+  const std::string who = caps.name.empty() ? "the implementation" : caps.name;
+  for (const FeatureInfo& f : all_features()) {
+    std::string reason;
+    if (f.category == "dtype" && caps.dtypes && !caps.dtypes->count(f.name)) {
+      reason = who + " does not declare dtype " + f.name;
+    } else if (f.category == "op" && caps.ops && !caps.ops->count(f.name.substr(3))) {
+      reason = who + " does not declare op " + f.name.substr(3);
+    } else if (f.category == "feature" && caps.features && !caps.features->count(f.name)) {
+      reason = who + " does not declare feature " + f.name;
+    } else if (f.category == "optimizer" && caps.optimizers && !caps.optimizers->count(f.name)) {
+      reason = who + " does not declare optimizer " + f.name;
+    } else if (f.category == "option" && caps.optimizers) {
+      const size_t dot = f.name.find('.');
+      const std::string opt = f.name.substr(0, dot), option = f.name.substr(dot + 1);
+      auto it = caps.optimizers->find(opt);
+      if (it != caps.optimizers->end() && !it->second.count(option))
+        reason = who + " does not declare " + opt + "'s option " + option;
+    }
+    if (!reason.empty()) scope.exclude({f.name}, reason, "capabilities");
+  }
+}
+
+std::optional<std::pair<int, int>> parse_pytorch_version(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1]))))
+      continue;
+    int major = 0, minor = 0, used = 0;
+    if (std::sscanf(text.c_str() + i, "%d.%d%n", &major, &minor, &used) == 2 && used > 0) return std::make_pair(major, minor);
+  }
+  return std::nullopt;
+}
+
+bool resolved_zero_grad_default_none(const Capabilities& caps, bool oracle_default) {
+  if (caps.zero_grad_default_none) return *caps.zero_grad_default_none;
+  if (auto v = parse_pytorch_version(caps.pytorch_version)) return v->first >= 2;
+  return oracle_default;
+}
+
+bool version_condition_holds(const std::string& condition, const std::string& version) {
+  const bool at_least = condition.rfind(">=", 0) == 0;
+  const bool below = condition.rfind("<", 0) == 0 && !at_least;
+  const auto bound = parse_pytorch_version(condition.substr(at_least ? 2 : 1));
+  const auto v = parse_pytorch_version(version);
+  if ((!at_least && !below) || !bound) throw std::invalid_argument("cannot read the version condition '" + condition + "' (expected \">=2.0\" or \"<2.0\")");
+  if (!v) return false;
+  return at_least ? *v >= *bound : *v < *bound;
+}
+
+}  // namespace lockstep
