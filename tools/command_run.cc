@@ -130,6 +130,7 @@ int command_run(const RunArgs& args) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
+  if (!args.special_values) scope.not_generated.insert("special_values");
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep run: warning: " << w << "\n";
 
   RunReport report;

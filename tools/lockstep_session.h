@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,8 @@ struct RunScope {
   CoverageReport coverage;
   std::string reproduce_flags;  // " --features ... --profile ..." for reproduce lines
   std::map<std::string, int64_t> left_out_by;  // exclusion reason -> programs or fixtures it left out
+  std::set<std::string> not_generated;  // features this run's settings never generate (special_values without
+                                        // --special-values): not reported as "not exercised"
 };
 
 // Throws std::invalid_argument (a bad flag) or InputError (a profile that cannot be read). A profile the

@@ -13,8 +13,11 @@ two APIs shows up in `lockstep replay`:
 Run it with Debian's python3 (python3-torch 1.13): `/usr/bin/python3`, not a pyenv python without torch.
 
 Where the Python API has no action of its own the driver decides as the C++ oracle does:
- - zero_grad(set_to_none=True): optimizer.zero_grad(set_to_none=True) (native in Python, SEM-4.2);
-   zero_grad(): optimizer.zero_grad() (1.13 default set_to_none=False, SEM-4.2 [py]).
+ - zero_grad(set_to_none=True/False): optimizer.zero_grad(set_to_none=...) (native in Python, SEM-4.2);
+   zero_grad() with no set_to_none: optimizer.zero_grad(), the installed version's default (1.x: zero in
+   place, >= 2.0: none; SEM-12.1), declared in the hello as "pytorch_version".
+ - The hello declares the API profile "pytorch-python" (fixtures/profiles/pytorch-python.json, SEM-11): the
+   C++/Python differences lockstep avoids or expects. Everything else is supported ("supports" omitted).
  - Group options are passed to Python as given; Python fills the missing ones from the optimizer's defaults
    (SEM-7.1 [py]), where C++ 1.13 uses the option type's defaults: a real API difference.
  - Options foreign to the optimizer (momentum on Adam) are refused before anything changes, as the oracle does.
@@ -270,7 +273,10 @@ class PythonEngine:
             self.backward(action)
         elif a == "zero_grad":
             self.require_optimizer("zero_grad")
-            self.optimizer.zero_grad(set_to_none=bool(action.get("set_to_none", False)))
+            if "set_to_none" in action:
+                self.optimizer.zero_grad(set_to_none=bool(action["set_to_none"]))
+            else:
+                self.optimizer.zero_grad()  # the framework's default (SEM-12.1)
         elif a == "set_grad_none":
             self.params[action["param"]].grad = None
         elif a == "hold_grad":
@@ -404,7 +410,9 @@ def main():
         request = json.loads(line)
         if "hello" in request:  # the start-up handshake (fixtures/PROTOCOL.md 2a), after `import torch`
             answer = {"id": request.get("id", "lockstep-hello"),
-                      "hello": {"name": "pytorch-python", "version": torch.__version__, "protocol": 1}}
+                      "hello": {"name": "pytorch-python", "version": torch.__version__, "protocol": 1,
+                                "language": "python", "api_profile": "pytorch-python",
+                                "pytorch_version": torch.__version__}}
             out.write(json.dumps(answer) + "\n")
             out.flush()
             continue

@@ -15,6 +15,10 @@
 // Options (for tests of the harness): --unsupported TAG (repeatable) answers {"unsupported": TAG} for any
 // program whose feature tags (conformance/run/fixture.h) include TAG; --variant NAME runs every program on
 // that variant of impl instead of impl itself (an unknown NAME: usage error, exit 2, naming the variants).
+// --hello JSON merges a JSON object into the hello answer (e.g. '{"supports": {"dtypes": ["float32"]}}':
+// declared, not enforced); --zero-grad-default none|zero makes zero_grad() with no argument set grads to none
+// (PyTorch >= 2.0) or zero them (1.x, impl's own default), and declares it with a matching "pytorch_version"
+// ("2.0" / "1.13") unless --hello gives one (SEMANTICS §12.1).
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
@@ -23,6 +27,7 @@
 
 #include "conformance/run/fixture.h"
 #include "conformance/run/interpreter.h"
+#include "conformance/run/zero_grad_default.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
@@ -34,6 +39,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> unsupported;
   std::string variant;  // empty: impl itself
   std::string mutant;   // empty: none (impl/mutants.h)
+  nlohmann::ordered_json hello_extra = nlohmann::ordered_json::object();
+  bool default_none = false;
+  bool declare_default = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--unsupported") == 0 && i + 1 < argc) {
       unsupported.push_back(argv[++i]);
@@ -53,8 +61,28 @@ int main(int argc, char** argv) {
         std::cerr << "lockstep-impl-driver: " << e.what() << "\n";
         return 2;
       }
+    } else if (std::strcmp(argv[i], "--hello") == 0 && i + 1 < argc) {
+      try {
+        hello_extra = nlohmann::ordered_json::parse(argv[++i]);
+      } catch (const std::exception& e) {
+        std::cerr << "lockstep-impl-driver: --hello: not JSON: " << e.what() << "\n";
+        return 2;
+      }
+      if (!hello_extra.is_object()) {
+        std::cerr << "lockstep-impl-driver: --hello: expected a JSON object\n";
+        return 2;
+      }
+    } else if (std::strcmp(argv[i], "--zero-grad-default") == 0 && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "none" && v != "zero") {
+        std::cerr << "lockstep-impl-driver: --zero-grad-default: expected none or zero\n";
+        return 2;
+      }
+      default_none = v == "none";
+      declare_default = true;
     } else {
-      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]... [--variant NAME | --mutant NAME]\n"
+      std::cerr << "usage: lockstep-impl-driver [--unsupported TAG]... [--variant NAME | --mutant NAME] [--hello JSON]\n"
+                   "                            [--zero-grad-default none|zero]\n"
                    "Speaks the lockstep driver protocol (fixtures/PROTOCOL.md) on stdin/stdout.\n"
                    "Variants: " << variant_names_joined() << "\n";
       return 2;
@@ -71,7 +99,12 @@ int main(int argc, char** argv) {
       if (request.is_object() && request.contains("hello")) {  // the start-up handshake (PROTOCOL.md 2a)
         nlohmann::ordered_json answer;
         answer["id"] = "lockstep-hello";
-        answer["hello"] = {{"name", "impl"}, {"version", "lockstep-impl-driver"}, {"protocol", 1}};
+        answer["hello"] = {{"name", "impl"}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
+        if (declare_default) {
+          answer["hello"]["pytorch_version"] = default_none ? "2.0" : "1.13";
+          answer["hello"]["defaults"] = {{"zero_grad", default_none ? "none" : "zero"}};
+        }
+        for (const auto& [key, value] : hello_extra.items()) answer["hello"][key] = value;
         std::cout << answer.dump() << "\n" << std::flush;
         continue;
       }
@@ -98,7 +131,9 @@ int main(int argc, char** argv) {
     if (!skip.empty()) {
       answer["unsupported"] = skip;
     } else {
-      std::unique_ptr<Engine> engine = variant.empty() ? make_impl_engine(mutant) : make_variant_engine(variant);
+      std::unique_ptr<Engine> engine =
+          variant.empty() ? make_impl_engine(mutant, default_none) : make_variant_engine(variant);
+      if (!variant.empty() && default_none) engine = with_zero_grad_default(std::move(engine), true);
       answer["trace"] = trace_to_json(run_program(program, *engine));
     }
     std::cout << answer.dump() << "\n" << std::flush;
