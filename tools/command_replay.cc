@@ -1,4 +1,5 @@
 // `lockstep replay`: an engine (in-process, or a driver command) against the golden fixtures, offline.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -14,10 +15,14 @@
 #include "conformance/run/named_case.h"
 #include "conformance/program/program_json.h"
 #include "conformance/run/replay.h"
+#include "conformance/run/capabilities.h"
+#include "conformance/run/zero_grad_default.h"
+#include "conformance/program/json_reader.h"
 #include "conformance/report/report.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
+#include "tools/lockstep_session.h"
 #include "tools/report_files.h"
 
 namespace lockstep::tools {
@@ -151,23 +156,80 @@ int command_replay(const ReplayArgs& args) {
   std::string engine_name = args.engine;
   const bool builtin = is_builtin_engine(args.engine);
   std::unique_ptr<ExternalDriver> driver;
+  Capabilities caps;
   if (!builtin) {
     DriverOptions options;
     options.timeout = std::chrono::milliseconds(args.timeout_ms);
     driver = std::make_unique<ExternalDriver>(args.engine, options);
+    // The handshake first: what the driver supports decides which fixtures it is given (capabilities.h).
+    if (!driver->ensure_started()) return stop_on_driver_startup_failure("lockstep replay", *driver);
+    try {
+      caps = capabilities_from_hello(driver->hello());
+    } catch (const JsonError& e) {
+      std::cerr << "lockstep replay: the driver '" << args.engine << "' answered the hello with capabilities "
+                << "lockstep cannot read: " << e.pointer() << ": " << e.message() << "\n";
+      return kExitInputError;
+    }
   } else {
     engine_name = make_engine(args.engine)->name();
+    caps.name = engine_name;
   }
-  for (const Fixture& f : fixtures) {
-    if (!args.only.empty() && !glob_match(args.only, f.id)) continue;
-    ReplayCaseResult r = builtin ? replay_in_process(f, [&] { return make_engine(args.engine); }, config)
-                                 : replay_on_driver(f, *driver, config);
+  // The recording oracle's zero_grad() default (SEM-12.1), from its version; when the implementation's differs,
+  // the programs it gets spell zero_grad() out as the recording oracle's.
+  const auto recorded = parse_pytorch_version(fixtures.empty() ? "" : fixtures.front().expected.engine);
+  const bool recorder_none = recorded && recorded->first >= 2;
+  const bool mine = builtin ? make_engine(args.engine)->zero_grad_sets_to_none_by_default()
+                            : resolved_zero_grad_default_none(caps, recorder_none);
+  RunScope scope;
+  try {
+    scope = make_run_scope(caps, mine == recorder_none ? "" : zero_grad_default_rule_text(mine, recorder_none),
+                           args.features, args.exclude_features, args.profile, config.expectations);
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep replay: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep replay: warning: " << w << "\n";
+  const std::vector<std::string> only = split_list(args.only), tags = split_list(args.tags),
+                                 exclude_tags = split_list(args.exclude_tags);
+  auto selected = [&](const Fixture& f) {
+    if (!only.empty() && std::none_of(only.begin(), only.end(), [&](const std::string& g) { return glob_match(g, f.id); }))
+      return false;
+    auto has = [&](const std::string& t) { return std::find(f.tags.begin(), f.tags.end(), t) != f.tags.end(); };
+    return std::all_of(tags.begin(), tags.end(), has) && std::none_of(exclude_tags.begin(), exclude_tags.end(), has);
+  };
+  size_t matched = 0;
+  for (const Fixture& original : fixtures) {
+    if (!selected(original)) continue;
+    ++matched;
+    std::string why;
+    if (!in_scope(scope, original.program, &why)) {
+      if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
+      continue;
+    }
+    Fixture f = original;
+    if (mine != recorder_none && uses_zero_grad_default(f.program)) {
+      f.program = spell_out_zero_grad(f.program, recorder_none);
+      f.program_json = program_to_json(f.program);
+    }
+    auto engine = [&] {
+      std::unique_ptr<Engine> e = make_engine(args.engine);
+      return mine != recorder_none ? with_zero_grad_default(std::move(e), recorder_none) : std::move(e);
+    };
+    ReplayCaseResult r = builtin ? replay_in_process(f, engine, config) : replay_on_driver(f, *driver, config);
     if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
+    LockstepResult counted;
+    if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
+    count_case(scope, original.program, counted);
     print_result(r, args.verbose);
     results.push_back(std::move(r));
   }
+  if (matched == 0) {
+    std::cerr << "lockstep replay: no fixture matches --only/--tags/--exclude-tags\n";
+    return kExitInputError;
+  }
   if (results.empty()) {
-    std::cerr << "lockstep replay: no fixture matches --only " << args.only << "\n";
+    std::cerr << "lockstep replay: every selected fixture is out of scope (the driver's capabilities, "
+                 "--features/--exclude-features, its profile); see --verbose\n";
     return kExitInputError;
   }
   std::string oracle = fixtures.front().expected.engine;
@@ -176,10 +238,14 @@ int command_replay(const ReplayArgs& args) {
                                    shell_quote(args.engine));
   if (!args.expected_failures_file.empty()) prefix += " --expectations " + shell_quote(args.expected_failures_file);
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
+  prefix += scope.reproduce_flags;
+  RunReport report = to_run_report(results, "fixtures of " + oracle, engine_name, 0,
+                                   [&](const std::string& id) { return prefix + " --only " + shell_quote(id); });
+  finish_coverage(scope, report, config.expectations);
+  fmt::print("{} fixture{} left out by the scope, {} tested\n", scope.coverage.out_of_scope,
+             scope.coverage.out_of_scope == 1 ? "" : "s", scope.coverage.tested);
   try {
-    write_reports(args.report_dir, to_run_report(results, "fixtures of " + oracle, engine_name, 0,
-                                [&](const std::string& id) { return prefix + " --only " + shell_quote(id); }),
-                  "replay-report");
+    write_reports(args.report_dir, report, "replay-report");
   } catch (const std::exception& e) {
     std::cerr << "lockstep replay: cannot write the reports: " << e.what() << "\n";
     return kExitInputError;

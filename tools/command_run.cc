@@ -125,7 +125,8 @@ int command_run(const RunArgs& args) {
   }
   RunScope scope;
   try {
-    scope = make_run_scope(*subject, args.features, args.exclude_features, args.profile, expectations);
+    scope = make_run_scope(subject->capabilities(), subject->zero_grad_rule(), args.features, args.exclude_features,
+                           args.profile, expectations);
   } catch (const std::exception& e) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;

@@ -18,7 +18,12 @@ struct ReplayArgs {
   std::string tolerance_file;            // optional tolerance overrides (replay.h format)
   std::string report_dir;                // empty: no report files
   int64_t timeout_ms = 10000;            // per program, external drivers
-  std::string only;                      // a glob on fixture ids; empty: all
+  std::string only;                      // comma-separated globs on fixture ids; empty: all
+  std::string tags;                      // comma-separated: only fixtures carrying every one of these tags
+  std::string exclude_tags;              // comma-separated: no fixture carrying any of these tags
+  std::string features;                  // --features / --exclude-features / --profile: as for run
+  std::string exclude_features;
+  std::string profile;
   bool verbose = false;                  // a line per case, not only per failure
 };
 int command_replay(const ReplayArgs& args);

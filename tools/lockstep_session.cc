@@ -41,10 +41,9 @@ bool is_unexplained_failure(const std::string& case_id, const LockstepResult& re
   return make_case_report(case_id, result, std::nullopt, "", expectations).status == CaseStatus::Failed;
 }
 
-RunScope make_run_scope(TestedImplementation& subject, const std::string& features, const std::string& exclude_features,
-                        const std::string& profile, Expectations& expectations) {
+RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
+                        const std::string& exclude_features, const std::string& profile, Expectations& expectations) {
   RunScope s;
-  const Capabilities& caps = subject.capabilities();
   s.coverage.implementation = caps.hello;
   s.coverage.warnings = caps.warnings;
   exclude_unsupported(caps, *s.scope);
@@ -72,8 +71,7 @@ RunScope make_run_scope(TestedImplementation& subject, const std::string& featur
                                     (r.semantics.empty() ? "" : r.semantics + " ") + r.reason, 0});
     }
   }
-  const std::string rule = subject.zero_grad_rule();
-  if (!rule.empty()) s.coverage.rules.push_back({kZeroGradDefaultRule, "default", rule, 0});
+  if (!zero_grad_rule.empty()) s.coverage.rules.push_back({kZeroGradDefaultRule, "default", zero_grad_rule, 0});
   for (const FeatureExclusion& x : s.scope->exclusions()) s.coverage.left_out.emplace_back(x.when, x.reason);
   return s;
 }

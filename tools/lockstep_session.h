@@ -55,8 +55,9 @@ struct RunScope {
 
 // Throws std::invalid_argument (a bad flag) or InputError (a profile that cannot be read). A profile the
 // hello names but lockstep does not ship is a warning, not an error; one named by --profile is an error.
-RunScope make_run_scope(TestedImplementation& subject, const std::string& features, const std::string& exclude_features,
-                        const std::string& profile, Expectations& expectations);
+// `zero_grad_rule`: TestedImplementation::zero_grad_rule() (empty: both follow the same default).
+RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
+                        const std::string& exclude_features, const std::string& profile, Expectations& expectations);
 // Whether a program is in scope; when not, counts it as left out and gives the reason.
 bool in_scope(RunScope& s, const Program& program, std::string* why = nullptr);
 // Counts a case that ran (or was skipped by the implementation) in the coverage.

@@ -87,7 +87,15 @@ int main(int argc, char** argv) {
   replay->add_option("--report-dir", replay_args.report_dir, "Write replay-report.{md,json,xml} here");
   replay->add_option("--timeout-ms", replay_args.timeout_ms, "Per-program timeout of a driver command")
       ->check(CLI::PositiveNumber)->capture_default_str();
-  replay->add_option("--only", replay_args.only, "Only fixtures whose id matches this glob");
+  replay->add_option("--only", replay_args.only, "Only fixtures whose id matches one of these comma-separated globs");
+  replay->add_option("--tags", replay_args.tags, "Only fixtures carrying every one of these comma-separated tags");
+  replay->add_option("--exclude-tags", replay_args.exclude_tags, "No fixture carrying any of these comma-separated tags");
+  replay->add_option("--features", replay_args.features,
+                     "Within each category named, only fixtures whose programs use only these features");
+  replay->add_option("--exclude-features", replay_args.exclude_features,
+                     "No fixture whose program uses one of these features (names or globs)");
+  replay->add_option("--profile", replay_args.profile,
+                     "API profile (NAME, FILE or none); default: the one the driver's hello names");
   replay->add_flag("--verbose", replay_args.verbose, "A line per fixture, passes included");
 
   FixturesGenerateArgs generate_args;

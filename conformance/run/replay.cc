@@ -1,5 +1,9 @@
 #include "conformance/run/replay.h"
 
+#include <set>
+
+#include "conformance/program/features.h"
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -196,11 +200,12 @@ ReplayCaseResult replay_in_process(const Fixture& fixture,
                                    const ReplayConfig& config) {
   const auto t0 = Clock::now();
   ReplayCaseResult result;
+  const std::set<std::string> features = program_features(fixture.program);
   try {
     std::unique_ptr<Engine> engine = make_engine();
     Trace actual = run_program(fixture.program, *engine);
     result = compare_fixture_trace(fixture, actual, config.tolerance_for(fixture.id),
-                                   config.expectations.mask_for(fixture.id));
+                                   config.expectations.mask_for(fixture.id, &features));
   } catch (const std::exception& e) {
     result.id = fixture.id;
     result.file = fixture.file;
@@ -217,9 +222,10 @@ ReplayCaseResult replay_in_process(const Fixture& fixture,
 ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config) {
   DriverOutcome out = run_on_driver(driver, fixture.id, fixture.program_json);
   ReplayCaseResult result;
+  const std::set<std::string> features = program_features(fixture.program);
   if (out.kind == DriverOutcome::Kind::Trace) {
     result = compare_fixture_trace(fixture, out.trace, config.tolerance_for(fixture.id),
-                                   config.expectations.mask_for(fixture.id));
+                                   config.expectations.mask_for(fixture.id, &features));
   } else {
     result.id = fixture.id;
     result.file = fixture.file;
