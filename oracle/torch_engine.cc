@@ -472,11 +472,19 @@ class TorchEngine : public Engine {
   }
 
   torch::Tensor evaluate(const Expr& e) {
+    // Operands first to last, as Python evaluates them (SEM-2.10): the order the nodes are created in decides
+    // which grads a backward that fails part-way has already accumulated. (In `f(arg(0), arg(1))` C++ leaves
+    // the order unspecified; GCC evaluates the right operand first.)
+    std::vector<torch::Tensor> operands;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      if (!e.args[i]) break;
+      operands.push_back(evaluate(*e.args[i]));
+    }
     auto arg = [&](size_t i) -> torch::Tensor {
-      if (i >= e.args.size() || !e.args[i]) {
+      if (i >= operands.size()) {
         throw EngineError(error_kind::kOther, "operand " + std::to_string(i) + " of an expression is missing");
       }
-      return evaluate(*e.args[i]);
+      return operands[i];
     };
     switch (e.op) {
       case Op::Param: return tensor_of(e.name);  // the leaf itself

@@ -45,6 +45,12 @@ std::vector<FeatureInfo> make_features() {
       {"param_in_two_groups", "situation", "a parameter in two groups (SEM-7.4)"},
       {"empty_param_list", "situation", "an optimizer constructed from an empty parameter list (SEM-7.2)"},
       {"amsgrad_change", "situation", "set_options switches amsgrad of a group (SEM-7.5)"},
+      {"adam_beta1_one", "situation",
+       "beta1 = 1 in a group's options or an option change, which no one validates: bias correction 1 - beta1^t is 0 (SEM-6.1)"},
+      {"backward_after_step", "situation",
+       "a backward of an output whose forward came before a step: the step modified saved parameters (SEM-2.9)"},
+      {"backward_after_freed", "situation",
+       "a second backward of one forward's output after a backward that did not retain the graph (SEM-2.5)"},
   };
   f.insert(f.end(), rest.begin(), rest.end());
   return f;
@@ -106,12 +112,17 @@ bool invalid(OptimizerKind k, const OptimizerOptions& o) {
   return false;
 }
 
-// The options the defaults give that `group` leaves unset (Python inherits them, C++ 1.13 does not).
-bool leaves_unset_what_defaults_set(const OptimizerOptions& defaults, const OptimizerOptions& group) {
-  return (defaults.lr && !group.lr) || (defaults.momentum && !group.momentum) ||
-         (defaults.dampening && !group.dampening) || (defaults.nesterov && !group.nesterov) ||
-         (defaults.weight_decay && !group.weight_decay) || (defaults.betas && !group.betas) ||
-         (defaults.eps && !group.eps) || (defaults.amsgrad && !group.amsgrad);
+// Whether `group` leaves unset an option the defaults set to a value other than the option type's default:
+// Python fills it from the defaults, C++ 1.13 from the option type (SEM-7.1, SEM-11.2).
+bool leaves_unset_what_defaults_set(OptimizerKind k, const OptimizerOptions& defaults, const OptimizerOptions& group) {
+  std::set<std::string> set_by_defaults;
+  non_default_options(k, defaults, set_by_defaults);
+  const std::string p = std::string(optimizer_name(k)) + ".";
+  auto unset = [&](const char* name, bool given) { return set_by_defaults.count(p + name) && !given; };
+  return unset("lr", group.lr.has_value()) || unset("momentum", group.momentum.has_value()) ||
+         unset("dampening", group.dampening.has_value()) || unset("nesterov", group.nesterov.has_value()) ||
+         unset("weight_decay", group.weight_decay.has_value()) || unset("betas", group.betas.has_value()) ||
+         unset("eps", group.eps.has_value()) || unset("amsgrad", group.amsgrad.has_value());
 }
 
 }  // namespace
@@ -160,7 +171,8 @@ std::set<std::string> program_features(const Program& program) {
     if (g.options) {
       non_default_options(o.kind, *g.options, f);
       if (invalid(o.kind, *g.options)) f.insert("invalid_options");
-      if (leaves_unset_what_defaults_set(o.defaults, *g.options)) f.insert("group_options_partial");
+      if (leaves_unset_what_defaults_set(o.kind, o.defaults, *g.options)) f.insert("group_options_partial");
+      if (g.options->betas && g.options->betas->first == 1) f.insert("adam_beta1_one");
     }
   };
   if (program.optimizer) {
@@ -177,13 +189,20 @@ std::set<std::string> program_features(const Program& program) {
     }
   }
 
+  bool freed = false;    // the held output was backpropagated without retaining its graph
+  bool stepped = false;  // a step ran since the held output's forward
   for (const Action& a : program.actions) {
     switch (a.kind) {
       case ActionKind::Forward:
         if (a.loss) scan(*a.loss);
         if (a.no_grad) f.insert("no_grad");
+        freed = false;
+        stepped = false;
         break;
       case ActionKind::Backward:
+        if (freed) f.insert("backward_after_freed");
+        if (stepped) f.insert("backward_after_step");
+        freed = !a.retain_graph.value_or(a.create_graph);
         if (a.retain_graph && *a.retain_graph) f.insert("retain_graph");
         if (a.create_graph) f.insert("create_graph");
         if (a.gradient) {
@@ -197,7 +216,7 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::SetGradNone: f.insert("set_grad_none"); break;
       case ActionKind::HoldGrad: f.insert("hold_grad"); break;
-      case ActionKind::Step: break;
+      case ActionKind::Step: stepped = true; break;
       case ActionKind::SetOptions:
         f.insert("set_options");
         if (program.optimizer) {
@@ -205,6 +224,7 @@ std::set<std::string> program_features(const Program& program) {
           if (invalid(program.optimizer->kind, a.options)) f.insert("invalid_options");
         }
         if (a.options.amsgrad) f.insert("amsgrad_change");
+        if (a.options.betas && a.options.betas->first == 1) f.insert("adam_beta1_one");
         break;
       case ActionKind::AddParamGroup:
         f.insert("add_param_group");

@@ -13,7 +13,8 @@
 //              set_to_none, set_grad_none, hold_grad, param_groups, add_param_group, set_options,
 //              special_values, invalid_options
 //   situation  group_options_partial, duplicate_param_in_group, param_in_two_groups, empty_param_list,
-//              amsgrad_change: constellations where frameworks legitimately differ (API profiles)
+//              amsgrad_change, adam_beta1_one, backward_after_freed, backward_after_step: constellations where frameworks
+//              legitimately differ (API profiles)
 //
 // Example:
 //   std::set<std::string> f = program_features(program);    // {"float32", "op:mul", "op:sum", "sgd", ...}
