@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
+#include "conformance/program/features.h"
+
 #include "tools/command_mutants.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
@@ -135,6 +139,12 @@ int main(int argc, char** argv) {
   mutants->add_option("--impl-driver", mutants_args.impl_driver,
                       "lockstep-impl-driver to use for the driver path (default: beside this binary)");
 
+  bool features_json = false;
+  CLI::App* features = app.add_subcommand(
+      "features", "List the feature names a driver's hello, --features, --exclude-features and profiles use "
+                  "(SEMANTICS §13)");
+  features->add_flag("--json", features_json, "As a JSON array of {name, category, meaning}");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -150,6 +160,15 @@ int main(int argc, char** argv) {
     if (*mutants) return command_mutants(mutants_args);
     if (*replay) return command_replay(replay_args);
     if (*generate) return command_fixtures_generate(generate_args);
+    if (*features) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const lockstep::FeatureInfo& f : lockstep::all_features()) {
+        if (features_json) list.push_back({{"name", f.name}, {"category", f.category}, {"meaning", f.meaning}});
+        else std::cout << f.category << "\t" << f.name << "\t" << f.meaning << "\n";
+      }
+      if (features_json) std::cout << list.dump(2) << "\n";
+      return kExitOk;
+    }
   } catch (const std::exception& e) {
     std::cerr << "lockstep: " << e.what() << "\n";
     return kExitInputError;

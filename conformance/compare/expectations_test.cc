@@ -107,5 +107,113 @@ TEST(Expectations, LoadsFilesAndNamesBadOnes) {
   EXPECT_TRUE(load_expectations(default_expectations_file()).entries.empty());
 }
 
+TEST(Expectations, FeatureEntriesMatchOnlyWhenEveryGlobMatches) {
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"features": ["sgd", "op:mul*"], "fields": ["* → state.exists"], "reason": "sgd state"},
+    {"features": ["adamw"], "reason": "whole adamw cases"},
+    {"id": "fixture-*", "features": ["float64"], "fields": ["output → value"], "reason": "fixtures in float64"}]})"),
+                                          "e.json");
+  ASSERT_EQ(e.entries.size(), 3u);
+  EXPECT_EQ(e.entries[0].id, "*");  // a rule for live runs: any case id
+  EXPECT_EQ(e.entries[0].features, (std::vector<std::string>{"sgd", "op:mul*"}));
+  EXPECT_EQ(e.entries[0].source, "e.json");
+
+  const std::set<std::string> sgd_mul = {"float32", "sgd", "sgd.lr", "op:mul_scalar"};
+  const std::set<std::string> sgd_only = {"float32", "sgd", "sgd.lr", "op:add"};
+  const std::set<std::string> adam_mul = {"float32", "adam", "op:mul"};
+  const std::set<std::string> none;
+  EXPECT_NE(e.mask_for("random-1", &sgd_mul).match("w → state.exists"), nullptr);
+  EXPECT_EQ(e.mask_for("random-1", &sgd_mul).match("w → grad[0]"), nullptr);
+  EXPECT_TRUE(e.mask_for("random-1", &sgd_only).empty());  // op:mul* matches none of them
+  EXPECT_TRUE(e.mask_for("random-1", &adam_mul).empty());  // sgd matches none of them
+  EXPECT_TRUE(e.mask_for("random-1", &none).empty());
+  EXPECT_TRUE(e.mask_for("random-1").empty());              // features not given: never
+  EXPECT_TRUE(e.mask_for("random-1", nullptr).empty());
+
+  const std::set<std::string> adamw = {"float32", "adamw"};
+  ASSERT_NE(e.whole_case("random-2", &adamw), nullptr);
+  EXPECT_EQ(e.whole_case("random-2", &adamw)->reason, "whole adamw cases");
+  EXPECT_EQ(e.whole_case("random-2", &sgd_mul), nullptr);
+  EXPECT_EQ(e.whole_case("random-2"), nullptr);
+
+  // With an id too, both must match.
+  const std::set<std::string> f64 = {"float64"};
+  EXPECT_NE(e.mask_for("fixture-7", &f64).match("output → value"), nullptr);
+  EXPECT_EQ(e.mask_for("random-7", &f64).match("output → value"), nullptr);
+  EXPECT_EQ(e.mask_for("fixture-7", &sgd_mul).match("output → value"), nullptr);
+}
+
+TEST(Expectations, ErrorsMaskOnlyRecordsThatRaisedSuchAnError) {
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"id": "*", "fields": ["output → value", "error.kind"], "errors": ["inplace_*", "freed_graph"], "reason": "errors"},
+    {"id": "case-b", "fields": ["w → grad[*]"], "reason": "any record"}]})"), "e.json");
+  ASSERT_EQ(e.entries[0].errors, (std::vector<std::string>{"inplace_*", "freed_graph"}));
+  const FieldMask m = e.mask_for("case-a");
+  EXPECT_EQ(m.match("output → value"), nullptr);                    // no error in the record
+  EXPECT_EQ(m.match("output → value", {"no_grad_fn"}), nullptr);    // another kind
+  EXPECT_NE(m.match("output → value", {"no_grad_fn", "inplace_modified"}), nullptr);
+  EXPECT_NE(m.match("error.kind", {"freed_graph"}), nullptr);
+  EXPECT_EQ(m.match("w → grad[0]", {"freed_graph"}), nullptr);       // the fields still have to match
+  // An entry without errors masks whatever the records raised.
+  const FieldMask b = e.mask_for("case-b");
+  EXPECT_NE(b.match("w → grad[1]"), nullptr);
+  EXPECT_NE(b.match("w → grad[1]", {"inplace_modified"}), nullptr);
+}
+
+TEST(Expectations, FeaturesAndErrorsAreValidated) {
+  // Without "id" but with "features": valid.
+  Expectations ok = expectations_from_json(
+      json::parse(R"({"expectations": [{"features": ["sgd"], "reason": "r"}]})"), "e.json");
+  ASSERT_EQ(ok.entries.size(), 1u);
+  EXPECT_EQ(ok.entries[0].id, "*");
+  EXPECT_TRUE(ok.entries[0].fields.empty());
+  struct Bad {
+    const char* text;
+    const char* pointer;
+  } bad[] = {
+      {R"({"expectations": [{"fields": ["a"], "reason": "r"}]})", "/expectations/0"},  // neither id nor features
+      {R"({"expectations": [{"id": "x", "errors": ["inplace_*"], "reason": "r"}]})", "/expectations/0/errors"},
+      {R"({"expectations": [{"features": ["sgd"], "errors": ["e"], "reason": "r"}]})", "/expectations/0/errors"},
+      {R"({"expectations": [{"features": [], "reason": "r"}]})", "/expectations/0/features"},
+      {R"({"expectations": [{"features": "sgd", "reason": "r"}]})", "/expectations/0/features"},
+      {R"({"expectations": [{"features": ["sgd", ""], "reason": "r"}]})", "/expectations/0/features/1"},
+      {R"({"expectations": [{"id": "x", "fields": ["f"], "errors": [], "reason": "r"}]})", "/expectations/0/errors"},
+      {R"({"expectations": [{"id": "x", "fields": ["f"], "errors": [7], "reason": "r"}]})", "/expectations/0/errors/0"},
+  };
+  for (const Bad& b : bad) {
+    try {
+      expectations_from_json(json::parse(b.text), "e.json");
+      ADD_FAILURE() << b.text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "e.json");
+      EXPECT_EQ(e.pointer(), b.pointer) << b.text << ": " << e.what();
+    }
+  }
+}
+
+TEST(Expectations, UsesCountMatchesAndUnusedEntriesAreListed) {
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"id": "*", "fields": ["a"], "reason": "first"},
+    {"id": "*", "fields": ["a", "b"], "reason": "second"},
+    {"id": "x", "reason": "whole case"}]})"), "e.json");
+  EXPECT_EQ(e.unused_entries().size(), 3u);
+  const FieldMask m = e.mask_for("case");
+  EXPECT_EQ(m.match("a")->reason, "first");  // the first matching entry takes the use
+  EXPECT_EQ(m.match("a")->reason, "first");
+  EXPECT_EQ(m.match("c"), nullptr);
+  EXPECT_EQ(e.entries[0].uses, 2);
+  EXPECT_EQ(e.entries[1].uses, 0);
+  std::vector<const Expectation*> unused = e.unused_entries();
+  ASSERT_EQ(unused.size(), 2u);
+  EXPECT_EQ(unused[0], &e.entries[1]);
+  EXPECT_EQ(unused[1], &e.entries[2]);
+  EXPECT_EQ(m.match("b")->reason, "second");
+  EXPECT_EQ(e.entries[1].uses, 1);
+  ASSERT_EQ(e.unused_entries().size(), 1u);
+  EXPECT_EQ(e.unused_entries()[0]->reason, "whole case");
+  ++e.entries[2].uses;  // the report counts whole-case entries that explained a failure
+  EXPECT_TRUE(e.unused_entries().empty());
+}
+
 }  // namespace
 }  // namespace lockstep

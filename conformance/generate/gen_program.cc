@@ -323,7 +323,7 @@ void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& opti
   fit(o.nesterov, "nesterov");
   if (o.weight_decay && *o.weight_decay != (kind == OptimizerKind::AdamW ? 1e-2 : 0.0) &&
       !allowed(options, k + "weight_decay"))
-    o.weight_decay = kind == OptimizerKind::AdamW ? std::optional<double>(0.0) : std::nullopt;
+    o.weight_decay.reset();  // the option type's default (AdamW: 1e-2, SEM-6.4)
   fit(o.betas, "betas");
   fit(o.eps, "eps");
   fit(o.amsgrad, "amsgrad");

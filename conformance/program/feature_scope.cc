@@ -69,7 +69,9 @@ void narrow_scope(FeatureScope& scope, const std::string& features, const std::s
       for (const FeatureInfo* f : matching(glob, "--features")) kept[f->category].insert(f->name);
     for (const FeatureInfo& f : all_features()) {
       auto it = kept.find(f.category);
-      if (it != kept.end() && !it->second.count(f.name))
+      // An optimizer's lr stays unless excluded by name: SGD cannot be built without it (SEM-5.1).
+      const bool lr = f.category == "option" && f.name.size() > 3 && f.name.compare(f.name.size() - 3, 3, ".lr") == 0;
+      if (it != kept.end() && !it->second.count(f.name) && !lr)
         scope.exclude({f.name}, "not among --features " + features, "flag");
     }
   }

@@ -10,8 +10,8 @@ namespace {
 
 std::vector<FeatureInfo> make_features() {
   std::vector<FeatureInfo> f = {
-      {"float32", "dtype", "a float32 parameter"},
-      {"float64", "dtype", "a float64 parameter"},
+      {"float32", "dtype", "a float32 parameter or constant"},
+      {"float64", "dtype", "a float64 parameter or constant"},
   };
   for (int i = static_cast<int>(Op::Add); i <= static_cast<int>(Op::Embedding); ++i) {
     const std::string name = op_name(static_cast<Op>(i));
@@ -153,6 +153,7 @@ std::set<std::string> program_features(const Program& program) {
   auto scan = [&](const Expr& loss) {
     walk(loss, [&](const Expr& e) {
       if (e.op == Op::Const) {
+        f.insert(dtype_name(e.constant.dtype));  // a float64 constant needs float64 too
         if (any_nonfinite(e.constant.data)) f.insert("special_values");
       } else if (e.op != Op::Param) {
         f.insert(std::string("op:") + op_name(e.op));

@@ -3,7 +3,7 @@
 // API profiles name in their rules, and reports count for coverage.
 //
 // One vocabulary, by category (all_features() lists every name with its meaning, SEMANTICS §13):
-//   dtype      float32, float64                      a parameter of that dtype
+//   dtype      float32, float64                      a parameter or constant of that dtype
 //   op         op:add, op:matmul, ...                an op of a loss expression (param and const are not)
 //   optimizer  sgd, adam, adamw
 //   option     sgd.momentum, adam.amsgrad, ...       an option given a value other than the option type's

@@ -435,5 +435,48 @@ TEST(ProgramJson, MangledInputNeverCrashes) {
   EXPECT_LT(accepted, 3000);
 }
 
+// SEM-12.1: zero_grad() without set_to_none is the framework's default, and must stay distinct from an
+// explicit false through JSON (absent stays absent, false stays false, true stays true).
+TEST(ProgramJson, ZeroGradSetToNoneRoundTripsThreeWays) {
+  Program p;
+  p.params = {{"w", DType::Float32, {2}, {1, 2}}};
+  p.loss = sum(param("w"));
+  OptimizerSpec o;
+  o.kind = OptimizerKind::SGD;
+  o.defaults.lr = 0.1;
+  o.groups.push_back({{"w"}, std::nullopt});
+  p.optimizer = o;
+  for (std::optional<bool> s : {std::optional<bool>(), std::optional<bool>(false), std::optional<bool>(true)}) {
+    Action z;
+    z.kind = ActionKind::ZeroGrad;
+    z.set_to_none = s;
+    p.actions.push_back(z);
+  }
+  const ordered_json doc = program_to_json(p);
+  ASSERT_EQ(doc["actions"].size(), 3u);
+  EXPECT_FALSE(doc["actions"][0].contains("set_to_none")) << doc["actions"][0].dump();
+  EXPECT_EQ(doc["actions"][1]["set_to_none"], false);
+  EXPECT_EQ(doc["actions"][2]["set_to_none"], true);
+
+  const Program back = program_from_json(doc);
+  ASSERT_EQ(back.actions.size(), 3u);
+  EXPECT_EQ(back.actions[0].set_to_none, std::nullopt);
+  EXPECT_EQ(back.actions[1].set_to_none, std::optional<bool>(false));
+  EXPECT_EQ(back.actions[2].set_to_none, std::optional<bool>(true));
+  EXPECT_EQ(program_to_json(back), doc);
+
+  // And from text, as a user writes it.
+  const Program read = program_from_text(R"({"params": [{"name": "w", "dtype": "float32", "shape": [], "values": [1]}],
+    "optimizer": {"type": "adam", "defaults": {}, "params": ["w"]},
+    "actions": [{"action": "zero_grad"}, {"action": "zero_grad", "set_to_none": false},
+                {"action": "zero_grad", "set_to_none": true}]})", "t.json");
+  EXPECT_EQ(read.actions[0].set_to_none, std::nullopt);
+  EXPECT_EQ(read.actions[1].set_to_none, std::optional<bool>(false));
+  EXPECT_EQ(read.actions[2].set_to_none, std::optional<bool>(true));
+  EXPECT_THROW(program_from_text(R"({"params": [{"name": "w", "dtype": "float32", "shape": [], "values": [1]}],
+    "optimizer": {"type": "adam", "defaults": {}, "params": ["w"]},
+    "actions": [{"action": "zero_grad", "set_to_none": null}]})", "t.json"), InputError);
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -85,16 +85,27 @@ Capabilities capabilities_from_hello(const json& hello) {
       check_known(*c.ops, "op", "op");
     } else if (key == "features") {
       c.features = string_set(value, p);
-      std::set<std::string> k = known("feature");
-      for (const std::string& n : *c.features)
-        if (!k.count(n)) c.warnings.push_back("the driver supports feature '" + n + "', unknown to this lockstep");
+      const std::set<std::string> k = known("feature"), situations = known("situation");
+      for (const std::string& n : *c.features) {
+        if (situations.count(n))
+          c.warnings.push_back("'" + n + "' is a situation, not a feature a driver declares (API profiles name situations)");
+        else if (!k.count(n))
+          c.warnings.push_back("the driver supports feature '" + n + "', unknown to this lockstep");
+      }
     } else if (key == "optimizers") {
       if (!value.is_object()) throw JsonError(p, "expected an object: optimizer name -> the options it honours");
       c.optimizers.emplace();
       const std::set<std::string> k = known("optimizer");
       for (const auto& [name, options] : value.items()) {
         (*c.optimizers)[name] = string_set(options, p + "/" + name);
-        if (!k.count(name)) c.warnings.push_back("the driver supports optimizer '" + name + "', unknown to this lockstep");
+        if (!k.count(name)) {
+          c.warnings.push_back("the driver supports optimizer '" + name + "', unknown to this lockstep");
+          continue;
+        }
+        const std::set<std::string> options_known = known("option");
+        for (const std::string& o : (*c.optimizers)[name])
+          if (!options_known.count(name + "." + o))
+            c.warnings.push_back("the driver supports " + name + "'s option '" + o + "', unknown to this lockstep");
       }
     } else {
       c.warnings.push_back("hello.supports." + key + " is not known to this lockstep (ignored)");
@@ -143,13 +154,20 @@ bool resolved_zero_grad_default_none(const Capabilities& caps, bool oracle_defau
 }
 
 bool version_condition_holds(const std::string& condition, const std::string& version) {
-  const bool at_least = condition.rfind(">=", 0) == 0;
-  const bool below = condition.rfind("<", 0) == 0 && !at_least;
-  const auto bound = parse_pytorch_version(condition.substr(at_least ? 2 : 1));
+  static const char* const kOps[] = {">=", "<=", ">", "<"};
+  std::string op;
+  for (const char* o : kOps)
+    if (condition.rfind(o, 0) == 0) { op = o; break; }
+  const auto bound = op.empty() ? std::nullopt : parse_pytorch_version(condition.substr(op.size()));
+  if (!bound)
+    throw std::invalid_argument("cannot read the version condition '" + condition +
+                                "' (expected an operator >=, <=, > or < and a version, e.g. \">=2.0\")");
   const auto v = parse_pytorch_version(version);
-  if ((!at_least && !below) || !bound) throw std::invalid_argument("cannot read the version condition '" + condition + "' (expected \">=2.0\" or \"<2.0\")");
   if (!v) return false;
-  return at_least ? *v >= *bound : *v < *bound;
+  if (op == ">=") return *v >= *bound;
+  if (op == "<=") return *v <= *bound;
+  if (op == ">") return *v > *bound;
+  return *v < *bound;
 }
 
 }  // namespace lockstep

@@ -52,7 +52,7 @@ std::unique_ptr<Engine> with_zero_grad_default(std::unique_ptr<Engine> inner, bo
 std::string zero_grad_default_rule_text(bool implementation_none, bool oracle_none) {
   return std::string("SEM-12.1: the implementation's zero_grad() ") + what(implementation_none) +
          ", the oracle's " + what(oracle_none) + "; the oracle's zero_grad() was spelled out as the implementation's "
-         "default, and named case zero-grad-default-by-version checks the default itself";
+         "default, and named case sem12-zero-grad-default-by-version checks the default itself";
 }
 
 }  // namespace lockstep

@@ -18,7 +18,8 @@
 // --hello JSON merges a JSON object into the hello answer (e.g. '{"supports": {"dtypes": ["float32"]}}':
 // declared, not enforced); --zero-grad-default none|zero makes zero_grad() with no argument set grads to none
 // (PyTorch >= 2.0) or zero them (1.x, impl's own default), and declares it with a matching "pytorch_version"
-// ("2.0" / "1.13") unless --hello gives one (SEMANTICS §12.1).
+// ("2.0" / "1.13") unless --hello gives one (SEMANTICS §12.1). The hello always declares the default
+// ("defaults": {"zero_grad": ...}), so the driver is held to what it does against a LibTorch 2.x oracle too.
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
@@ -100,10 +101,10 @@ int main(int argc, char** argv) {
         nlohmann::ordered_json answer;
         answer["id"] = "lockstep-hello";
         answer["hello"] = {{"name", "impl"}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
-        if (declare_default) {
-          answer["hello"]["pytorch_version"] = default_none ? "2.0" : "1.13";
-          answer["hello"]["defaults"] = {{"zero_grad", default_none ? "none" : "zero"}};
-        }
+        // What zero_grad() does here is always declared (an undeclared default is taken to be the oracle's,
+        // which is "none" with LibTorch 2.x); the version only when chosen.
+        if (declare_default) answer["hello"]["pytorch_version"] = default_none ? "2.0" : "1.13";
+        answer["hello"]["defaults"] = {{"zero_grad", default_none ? "none" : "zero"}};
         for (const auto& [key, value] : hello_extra.items()) answer["hello"][key] = value;
         std::cout << answer.dump() << "\n" << std::flush;
         continue;

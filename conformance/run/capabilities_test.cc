@@ -1,0 +1,309 @@
+// Tests of capabilities (capabilities.h): reading a hello, the exclusions of what it does not support, PyTorch
+// versions, the zero_grad default they imply, and version conditions of named case checks.
+#include "conformance/run/capabilities.h"
+
+#include <stdexcept>
+#include <typeinfo>
+
+#include <gtest/gtest.h>
+
+#include "conformance/program/features.h"
+#include "conformance/program/json_reader.h"
+
+namespace lockstep {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// The example of capabilities.h.
+const char* kTfjsHello = R"({"name": "tfjs", "version": "4.22.0", "protocol": 1, "language": "javascript",
+  "api_profile": "pytorch-python", "pytorch_version": "2.1.0", "defaults": {"zero_grad": "none"},
+  "supports": {"dtypes": ["float32"], "ops": ["add", "mul", "sum", "mean", "matmul"],
+               "optimizers": {"sgd": ["lr", "momentum"], "adam": ["lr", "betas", "eps"]},
+               "features": ["retain_graph", "hold_grad", "zero_grad"]}})";
+
+TEST(Capabilities, NullHelloSupportsEverything) {
+  const Capabilities c = capabilities_from_hello(json());
+  EXPECT_FALSE(c.declared_supports);
+  EXPECT_FALSE(c.dtypes);
+  EXPECT_FALSE(c.ops);
+  EXPECT_FALSE(c.features);
+  EXPECT_FALSE(c.optimizers);
+  EXPECT_FALSE(c.zero_grad_default_none);
+  EXPECT_EQ(c.pytorch_version, "");
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.hello.is_null());
+  FeatureScope scope;
+  exclude_unsupported(c, scope);
+  EXPECT_TRUE(scope.empty());
+}
+
+TEST(Capabilities, HelloWithoutSupportsSupportsEverything) {
+  const Capabilities c = capabilities_from_hello(json::parse(
+      R"({"name": "old", "version": "0.1", "language": "c++", "api_profile": "pytorch-python",
+          "pytorch_version": "libtorch-1.13.0", "protocol": 1})"));
+  EXPECT_EQ(c.name, "old");
+  EXPECT_EQ(c.version, "0.1");
+  EXPECT_EQ(c.language, "c++");
+  EXPECT_EQ(c.api_profile, "pytorch-python");
+  EXPECT_EQ(c.pytorch_version, "libtorch-1.13.0");
+  EXPECT_FALSE(c.declared_supports);
+  EXPECT_FALSE(c.dtypes);
+  EXPECT_FALSE(c.optimizers);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_EQ(c.hello["name"], "old");
+  FeatureScope scope;
+  exclude_unsupported(c, scope);
+  EXPECT_TRUE(scope.empty());
+
+  // "supports": null is the same as no "supports".
+  EXPECT_FALSE(capabilities_from_hello(json::parse(R"({"supports": null})")).declared_supports);
+  // An empty "supports" declares nothing per kind: every kind left out is supported in full.
+  const Capabilities empty = capabilities_from_hello(json::parse(R"({"supports": {}})"));
+  EXPECT_TRUE(empty.declared_supports);
+  FeatureScope none;
+  exclude_unsupported(empty, none);
+  EXPECT_TRUE(none.empty());
+}
+
+TEST(Capabilities, ReadsTheDocumentedHello) {
+  const Capabilities c = capabilities_from_hello(json::parse(kTfjsHello));
+  EXPECT_EQ(c.name, "tfjs");
+  EXPECT_EQ(c.language, "javascript");
+  EXPECT_EQ(c.pytorch_version, "2.1.0");
+  ASSERT_TRUE(c.zero_grad_default_none);
+  EXPECT_TRUE(*c.zero_grad_default_none);
+  EXPECT_TRUE(c.declared_supports);
+  EXPECT_EQ(*c.dtypes, (std::set<std::string>{"float32"}));
+  EXPECT_EQ(*c.ops, (std::set<std::string>{"add", "mul", "sum", "mean", "matmul"}));
+  EXPECT_EQ(*c.features, (std::set<std::string>{"retain_graph", "hold_grad", "zero_grad"}));
+  ASSERT_TRUE(c.optimizers);
+  EXPECT_EQ(c.optimizers->size(), 2u);
+  EXPECT_EQ(c.optimizers->at("sgd"), (std::set<std::string>{"lr", "momentum"}));
+  EXPECT_TRUE(c.warnings.empty());
+
+  const Capabilities zero = capabilities_from_hello(json::parse(R"({"defaults": {"zero_grad": "zero"}})"));
+  ASSERT_TRUE(zero.zero_grad_default_none);
+  EXPECT_FALSE(*zero.zero_grad_default_none);
+  EXPECT_FALSE(capabilities_from_hello(json::parse(R"({"defaults": {}})")).zero_grad_default_none);
+}
+
+TEST(Capabilities, ExcludesWhatIsNotDeclared) {
+  const Capabilities c = capabilities_from_hello(json::parse(kTfjsHello));
+  FeatureScope scope;
+  exclude_unsupported(c, scope);
+  // dtypes
+  EXPECT_TRUE(scope.allows("float32"));
+  EXPECT_FALSE(scope.allows("float64"));
+  // ops
+  for (const char* n : {"op:add", "op:mul", "op:sum", "op:mean", "op:matmul"}) EXPECT_TRUE(scope.allows(n)) << n;
+  for (const char* n : {"op:sub", "op:tanh", "op:embedding", "op:cross_entropy"}) EXPECT_FALSE(scope.allows(n)) << n;
+  // optimizers
+  EXPECT_TRUE(scope.allows("sgd"));
+  EXPECT_TRUE(scope.allows("adam"));
+  EXPECT_FALSE(scope.allows("adamw"));
+  // options: those not listed for a declared optimizer
+  for (const char* n : {"sgd.lr", "sgd.momentum", "adam.lr", "adam.betas", "adam.eps"}) EXPECT_TRUE(scope.allows(n)) << n;
+  for (const char* n : {"sgd.dampening", "sgd.nesterov", "sgd.weight_decay", "adam.weight_decay", "adam.amsgrad"})
+    EXPECT_FALSE(scope.allows(n)) << n;
+  // The options of an undeclared optimizer are covered by the optimizer's exclusion.
+  for (const std::string& o : optimizer_option_names(OptimizerKind::AdamW))
+    EXPECT_EQ(scope.why_not("adamw." + o), nullptr) << o;
+  // features
+  for (const char* n : {"retain_graph", "hold_grad", "zero_grad"}) EXPECT_TRUE(scope.allows(n)) << n;
+  for (const char* n : {"create_graph", "no_grad", "set_to_none", "zero_grad_default", "param_groups", "special_values"})
+    EXPECT_FALSE(scope.allows(n)) << n;
+  // Situations are never declared: they stay.
+  for (const FeatureInfo& f : all_features())
+    if (f.category == "situation") {
+      EXPECT_TRUE(scope.allows(f.name)) << f.name;
+    }
+
+  const FeatureExclusion* x = scope.why_not("float64");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->source, "capabilities");
+  EXPECT_NE(x->reason.find("tfjs"), std::string::npos) << x->reason;
+  EXPECT_NE(x->reason.find("float64"), std::string::npos) << x->reason;
+  EXPECT_NE(scope.why_not("adam.amsgrad")->reason.find("amsgrad"), std::string::npos);
+  EXPECT_NE(scope.excluded({"float32", "adamw", "adamw.lr"}), nullptr);
+  EXPECT_EQ(scope.excluded({"float32", "sgd", "sgd.lr", "op:sum", "op:mul", "retain_graph"}), nullptr);
+  for (const FeatureExclusion& e : scope.exclusions()) {
+    EXPECT_EQ(e.when.size(), 1u);
+    EXPECT_NE(find_feature(e.when[0]), nullptr) << e.when[0];
+  }
+}
+
+TEST(Capabilities, OnlyTheDeclaredKindsNarrow) {
+  const Capabilities c = capabilities_from_hello(json::parse(R"({"supports": {"optimizers": {"sgd": []}}})"));
+  FeatureScope scope;
+  exclude_unsupported(c, scope);
+  EXPECT_TRUE(scope.allows("sgd"));
+  EXPECT_FALSE(scope.allows("adam"));
+  EXPECT_FALSE(scope.allows("sgd.momentum"));
+  EXPECT_TRUE(scope.allows("float64"));
+  EXPECT_TRUE(scope.allows("op:embedding"));
+  EXPECT_TRUE(scope.allows("create_graph"));
+}
+
+TEST(Capabilities, UnknownNamesAreWarnings) {
+  const Capabilities c = capabilities_from_hello(json::parse(
+      R"({"name": "new", "defaults": {"zero_grad": "zero", "foreach": true},
+          "supports": {"dtypes": ["float32", "bfloat16"], "ops": ["add", "conv2d"],
+                       "optimizers": {"sgd": ["lr", "lookahead"], "lion": ["lr"]},
+                       "features": ["hold_grad", "checkpointing"], "quantum": 1}})"));
+  const std::string all = [&] {
+    std::string s;
+    for (const std::string& w : c.warnings) s += w + "\n";
+    return s;
+  }();
+  for (const char* n : {"bfloat16", "conv2d", "lion", "checkpointing", "quantum", "foreach"})
+    EXPECT_NE(all.find(n), std::string::npos) << n << " not warned about:\n" << all;
+  EXPECT_GE(c.warnings.size(), 6u);
+  ASSERT_TRUE(c.zero_grad_default_none);
+  EXPECT_FALSE(*c.zero_grad_default_none);
+  // The known part still narrows.
+  FeatureScope scope;
+  exclude_unsupported(c, scope);
+  EXPECT_FALSE(scope.allows("float64"));
+  EXPECT_TRUE(scope.allows("op:add"));
+  EXPECT_FALSE(scope.allows("op:mul"));
+  EXPECT_FALSE(scope.allows("adam"));
+  EXPECT_TRUE(scope.allows("sgd.lr"));
+  EXPECT_FALSE(scope.allows("sgd.momentum"));
+  EXPECT_FALSE(scope.allows("retain_graph"));
+  EXPECT_TRUE(scope.allows("hold_grad"));
+}
+
+// Option names are names too: one lockstep does not know is a warning (capabilities.h: "Names lockstep does
+// not know are kept as warnings").
+TEST(Capabilities, UnknownOptionNamesAreWarnings) {
+  const Capabilities c = capabilities_from_hello(
+      json::parse(R"({"supports": {"optimizers": {"sgd": ["lr", "lookahead"], "adam": ["lr", "momentum"]}}})"));
+  std::string all;
+  for (const std::string& w : c.warnings) all += w + "\n";
+  EXPECT_NE(all.find("lookahead"), std::string::npos) << "warnings:\n" << all;
+  EXPECT_NE(all.find("momentum"), std::string::npos) << "adam has no option momentum; warnings:\n" << all;
+}
+
+TEST(Capabilities, WrongTypesNameThePointer) {
+  struct Bad {
+    const char* hello;
+    const char* pointer;
+  } bad[] = {
+      {R"([])", "/hello"},
+      {R"({"name": 3})", "/hello/name"},
+      {R"({"api_profile": ["pytorch-python"]})", "/hello/api_profile"},
+      {R"({"pytorch_version": 2})", "/hello/pytorch_version"},
+      {R"({"pytorch_version": "latest"})", "/hello/pytorch_version"},
+      {R"({"pytorch_version": "2"})", "/hello/pytorch_version"},
+      {R"({"defaults": "none"})", "/hello/defaults"},
+      {R"({"defaults": {"zero_grad": "maybe"}})", "/hello/defaults/zero_grad"},
+      {R"({"defaults": {"zero_grad": true}})", "/hello/defaults/zero_grad"},
+      {R"({"supports": "everything"})", "/hello/supports"},
+      {R"({"supports": {"dtypes": "float32"}})", "/hello/supports/dtypes"},
+      {R"({"supports": {"dtypes": ["float32", 64]}})", "/hello/supports/dtypes/1"},
+      {R"({"supports": {"ops": {"add": true}}})", "/hello/supports/ops"},
+      {R"({"supports": {"features": [null]}})", "/hello/supports/features/0"},
+      {R"({"supports": {"optimizers": ["sgd"]}})", "/hello/supports/optimizers"},
+      {R"({"supports": {"optimizers": {"sgd": "lr"}}})", "/hello/supports/optimizers/sgd"},
+      {R"({"supports": {"optimizers": {"adam": ["lr", 1]}}})", "/hello/supports/optimizers/adam/1"},
+  };
+  for (const Bad& b : bad) {
+    try {
+      capabilities_from_hello(json::parse(b.hello));
+      ADD_FAILURE() << "no error for " << b.hello;
+    } catch (const JsonError& e) {
+      EXPECT_EQ(e.pointer(), b.pointer) << b.hello << ": " << e.what();
+    }
+  }
+}
+
+TEST(Capabilities, ParsesPytorchVersions) {
+  using V = std::optional<std::pair<int, int>>;
+  EXPECT_EQ(parse_pytorch_version("2.1.0+cu118"), V(std::make_pair(2, 1)));
+  EXPECT_EQ(parse_pytorch_version("libtorch-1.13.0"), V(std::make_pair(1, 13)));
+  EXPECT_EQ(parse_pytorch_version("1.13.0a0"), V(std::make_pair(1, 13)));
+  EXPECT_EQ(parse_pytorch_version("1.13.0a0+git49444c3"), V(std::make_pair(1, 13)));
+  EXPECT_EQ(parse_pytorch_version("2.0"), V(std::make_pair(2, 0)));
+  EXPECT_EQ(parse_pytorch_version("10.2.1"), V(std::make_pair(10, 2)));
+  EXPECT_EQ(parse_pytorch_version("torch 2.11.0.dev20250101"), V(std::make_pair(2, 11)));
+  for (const char* garbage : {"", "garbage", "2", "v", "latest-stable", ".5"})
+    EXPECT_EQ(parse_pytorch_version(garbage), std::nullopt) << garbage;
+}
+
+TEST(Capabilities, ZeroGradDefaultResolution) {
+  auto caps = [](const char* hello) { return capabilities_from_hello(json::parse(hello)); };
+  // The declared default wins over the version and the oracle.
+  EXPECT_FALSE(resolved_zero_grad_default_none(caps(R"({"pytorch_version": "2.1.0", "defaults": {"zero_grad": "zero"}})"), true));
+  EXPECT_TRUE(resolved_zero_grad_default_none(caps(R"({"pytorch_version": "1.13.1", "defaults": {"zero_grad": "none"}})"), false));
+  // Then the version: >= 2.0 sets to none.
+  EXPECT_TRUE(resolved_zero_grad_default_none(caps(R"({"pytorch_version": "2.0.0"})"), false));
+  EXPECT_TRUE(resolved_zero_grad_default_none(caps(R"({"pytorch_version": "2.1.0+cu118"})"), false));
+  EXPECT_FALSE(resolved_zero_grad_default_none(caps(R"({"pytorch_version": "1.13.1"})"), true));
+  EXPECT_FALSE(resolved_zero_grad_default_none(caps(R"({"pytorch_version": "libtorch-1.9.0"})"), true));
+  // Then the oracle's.
+  EXPECT_TRUE(resolved_zero_grad_default_none(caps(R"({"name": "x"})"), true));
+  EXPECT_FALSE(resolved_zero_grad_default_none(caps(R"({"name": "x"})"), false));
+  EXPECT_TRUE(resolved_zero_grad_default_none(capabilities_from_hello(json()), true));
+  EXPECT_FALSE(resolved_zero_grad_default_none(capabilities_from_hello(json()), false));
+}
+
+TEST(VersionCondition, AtLeastAndBelow) {
+  EXPECT_TRUE(version_condition_holds(">=2.0", "2.1.0"));
+  EXPECT_TRUE(version_condition_holds(">=2.0", "2.0.0"));
+  EXPECT_TRUE(version_condition_holds(">=2.0", "2.0"));
+  EXPECT_FALSE(version_condition_holds(">=2.0", "1.13.1"));
+  EXPECT_FALSE(version_condition_holds(">=2.0", "libtorch-1.13.0"));
+  EXPECT_TRUE(version_condition_holds("<2.0", "libtorch-1.13.0"));
+  EXPECT_TRUE(version_condition_holds("<2.0", "1.13"));
+  EXPECT_FALSE(version_condition_holds("<2.0", "2.0"));
+  EXPECT_FALSE(version_condition_holds("<2.0", "2.1.0+cu118"));
+  // Numbers, not text: 1.9 is below 1.13.
+  EXPECT_FALSE(version_condition_holds(">=1.13", "1.9.0"));
+  EXPECT_TRUE(version_condition_holds("<1.13", "1.9.0"));
+  EXPECT_TRUE(version_condition_holds(">=1.13", "10.0"));
+  // No version (or an unreadable one): no condition holds.
+  for (const char* v : {"", "unknown"}) {
+    EXPECT_FALSE(version_condition_holds(">=2.0", v)) << v;
+    EXPECT_FALSE(version_condition_holds("<2.0", v)) << v;
+  }
+}
+
+TEST(VersionCondition, StrictOperators) {
+  EXPECT_TRUE(version_condition_holds(">2.0", "2.1.0"));
+  EXPECT_FALSE(version_condition_holds(">2.0", "2.0.1"));  // major.minor only: 2.0.1 is 2.0
+  EXPECT_TRUE(version_condition_holds("<=2.0", "2.0.0"));
+  EXPECT_FALSE(version_condition_holds("<=2.0", "2.1.0"));
+}
+
+TEST(VersionCondition, UnreadableConditionsThrow) {
+  for (const char* bad : {"2.0", "=2.0", "==2.0", ">=", "<", ">=two", "<2", "~2.0"})
+    EXPECT_THROW(version_condition_holds(bad, "2.0.0"), std::invalid_argument) << "'" << bad << "'";
+}
+
+// An empty condition is unreadable like any other: std::invalid_argument (which named_case.h turns into a
+// read error naming the pointer), not another exception.
+TEST(VersionCondition, EmptyConditionThrowsInvalidArgument) {
+  try {
+    version_condition_holds("", "2.0.0");
+    ADD_FAILURE() << "no error for an empty condition";
+  } catch (const std::invalid_argument&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "an empty condition throws " << typeid(e).name() << " (" << e.what() << "), not std::invalid_argument";
+  }
+}
+
+// "<=2.0" is neither of the documented forms (">=X", "<X"). It must be rejected, or else mean what it says;
+// it must not be read as "<2.0" (which is false for 2.0 itself).
+TEST(VersionCondition, AtMostIsNotReadAsBelow) {
+  bool holds = false;
+  try {
+    holds = version_condition_holds("<=2.0", "2.0.0");
+  } catch (const std::invalid_argument&) {
+    return;  // rejected: fine
+  }
+  EXPECT_TRUE(holds) << "\"<=2.0\" was accepted and read as \"<2.0\"";
+}
+
+}  // namespace
+}  // namespace lockstep
