@@ -182,7 +182,7 @@ int command_replay(const ReplayArgs& args) {
                             : resolved_zero_grad_default_none(caps, recorder_none);
   RunScope scope;
   try {
-    scope = make_run_scope(caps, mine == recorder_none ? "" : zero_grad_default_rule_text(mine, recorder_none),
+    scope = make_run_scope(caps, mine == recorder_none ? "" : zero_grad_default_replay_rule_text(mine, recorder_none),
                            args.features, args.exclude_features, args.profile, config.expectations);
   } catch (const std::exception& e) {
     std::cerr << "lockstep replay: " << e.what() << "\n";
@@ -202,7 +202,7 @@ int command_replay(const ReplayArgs& args) {
     if (!selected(original)) continue;
     ++matched;
     std::string why;
-    if (!in_scope(scope, original.program, &why)) {
+    if (!in_scope(scope, original.id, original.program, &why)) {
       if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
       continue;
     }
@@ -219,7 +219,11 @@ int command_replay(const ReplayArgs& args) {
     if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
     LockstepResult counted;
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
-    count_case(scope, original.program, counted);
+    // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
+    count_case(scope, f.program, counted);
+    if (uses_zero_grad_default(original.program) && mine != recorder_none)
+      for (AppliedRule& rule : scope.coverage.rules)
+        if (rule.id == kZeroGradDefaultRule) ++rule.uses;
     print_result(r, args.verbose);
     results.push_back(std::move(r));
   }

@@ -23,6 +23,7 @@
 #include "conformance/run/lockstep_runner.h"
 #include "conformance/run/replay.h"
 #include "conformance/run/tested_implementation.h"
+#include "conformance/run/zero_grad_default.h"
 #include "conformance/run/named_case.h"
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
@@ -174,17 +175,19 @@ int command_run(const RunArgs& args) {
     if (r.kind == "default") fmt::print("  rule {}: {}\n", r.id, r.reason);
 
   // Named cases: the claim checks on the implementation's own trace, then the comparison with the oracle.
+  bool default_case_ran = false;  // zero_grad_default.h: the case that checks the implementation's default
   if (args.only_index < 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
       std::string why;
-      if (!in_scope(scope, c.program, &why)) {
+      if (!in_scope(scope, c.id, c.program, &why)) {
         if (!args.only_case.empty()) fmt::print("  left out {}: {}\n", c.id, why);
         continue;
       }
       LockstepResult result = run_case(*subject, c, expectations);
       if (fatal()) return kExitInputError;
       count_case(scope, c.program, result);
+      if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
       CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);
@@ -263,7 +266,17 @@ int command_run(const RunArgs& args) {
     progress.clear();
   }
 
+  for (AppliedRule& r : scope.coverage.rules)
+    if (r.id == kZeroGradDefaultRule && !default_case_ran)
+      r.reason += std::string(" -- but ") + kZeroGradDefaultCase + " did not run here (left out, skipped or not "
+                  "selected): the implementation's default itself was not checked in this run";
   finish_coverage(scope, report, expectations);
+  if (report.cases.empty() && scope.coverage.out_of_scope > 0) {
+    std::cerr << "lockstep run: nothing was tested: every selected case is out of scope (";
+    for (const auto& [id, why] : scope.coverage.left_out_cases) std::cerr << id << ": " << why << "; ";
+    std::cerr << "see --features/--exclude-features, the driver's hello, its profile)\n";
+    return kExitInputError;
+  }
   for (const std::string& u : report.unused_expectations) fmt::print("  unused expectation: {}\n", u);
   if (!report.coverage->not_exercised.empty())
     fmt::print("  in scope but not exercised: {}\n", fmt::join(report.coverage->not_exercised, ", "));

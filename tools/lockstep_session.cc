@@ -45,7 +45,11 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations) {
   RunScope s;
   s.coverage.implementation = caps.hello;
-  s.coverage.warnings = caps.warnings;
+  // A hello may list many unknown names: the first few are enough to say so.
+  constexpr size_t kMaxWarnings = 20;
+  for (size_t i = 0; i < caps.warnings.size() && i < kMaxWarnings; ++i) s.coverage.warnings.push_back(caps.warnings[i]);
+  if (caps.warnings.size() > kMaxWarnings)
+    s.coverage.warnings.push_back(std::to_string(caps.warnings.size() - kMaxWarnings) + " more warnings about the hello");
   exclude_unsupported(caps, *s.scope);
   narrow_scope(*s.scope, features, exclude_features);
   if (!features.empty()) s.reproduce_flags += " --features " + shell_quote(features);
@@ -55,17 +59,20 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   if (name == "none") name.clear();
   if (!name.empty()) {
     std::string path;
+    const bool from_hello = profile.empty();
     try {
-      path = profile_path(name);
-    } catch (const InputError&) {
-      if (!profile.empty()) throw;
-      s.coverage.warnings.push_back("the hello names API profile '" + name + "', which this lockstep does not ship (" +
-                                    default_profiles_dir() + "): no profile rules apply");
+      path = profile_path(name, /*allow_files=*/!from_hello);
+    } catch (const InputError& e) {
+      if (!from_hello) throw;
+      s.coverage.warnings.push_back("the hello names API profile '" + name + "', which is not one this lockstep ships (" +
+                                    e.message() + "): no profile rules apply");
     }
     if (!path.empty()) {
       const ApiProfile p = load_profile(path);
       apply_profile(p, *s.scope, expectations);
-      s.coverage.profile = p.name;
+      // A profile from a file says so: only shipped profiles go by their bare name.
+      const bool shipped = path == default_profiles_dir() + "/" + p.name + ".json";
+      s.coverage.profile = shipped ? p.name : p.name + " (from " + path + ")";
       for (const ProfileRule& r : p.rules)
         s.coverage.rules.push_back({r.id, r.avoid ? "avoid" : "expect",
                                     (r.semantics.empty() ? "" : r.semantics + " ") + r.reason, 0});
@@ -76,10 +83,11 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   return s;
 }
 
-bool in_scope(RunScope& s, const Program& program, std::string* why) {
+bool in_scope(RunScope& s, const std::string& id, const Program& program, std::string* why) {
   const FeatureExclusion* x = s.scope->excluded(program_features(program));
   if (!x) return true;
   ++s.coverage.out_of_scope;
+  s.coverage.left_out_cases.emplace_back(id, x->reason);
   ++s.left_out_by[x->reason];
   if (why) *why = x->reason;
   return false;

@@ -58,8 +58,8 @@ struct RunScope {
 // `zero_grad_rule`: TestedImplementation::zero_grad_rule() (empty: both follow the same default).
 RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations);
-// Whether a program is in scope; when not, counts it as left out and gives the reason.
-bool in_scope(RunScope& s, const Program& program, std::string* why = nullptr);
+// Whether case `id`'s program is in scope; when not, records it as left out and gives the reason.
+bool in_scope(RunScope& s, const std::string& id, const Program& program, std::string* why = nullptr);
 // Counts a case that ran (or was skipped by the implementation) in the coverage.
 void count_case(RunScope& s, const Program& program, const LockstepResult& result);
 // At the end of a run: features in scope never exercised, how often each rule was used, unused expectations.

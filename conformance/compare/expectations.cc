@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
+#include "conformance/program/trace.h"
 #include "conformance/program/program_json.h"
 
 namespace lockstep {
@@ -28,8 +30,10 @@ bool all_match(const std::vector<std::string>& globs, const std::set<std::string
 }
 }  // namespace
 
-const Expectation* FieldMask::match(const std::string& path, const std::vector<std::string>& error_kinds) const {
+const Expectation* FieldMask::match(const std::string& path, const std::vector<std::string>& error_kinds,
+                                    const std::string& expected_text, const std::string& actual_text) const {
   for (const Expectation* e : entries_) {
+    if (!glob_match(e->expected_value, expected_text) || !glob_match(e->actual_value, actual_text)) continue;
     if (!e->errors.empty()) {
       bool raised = false;
       for (const std::string& g : e->errors)
@@ -120,6 +124,21 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
   };
   e.features = globs("features", "globs on feature names, conformance/program/features.h");
   e.errors = globs("errors", "globs on error kinds");
+  for (const char* key : {"expected", "actual"}) {
+    if (!r.has(key)) continue;
+    if (e.fields.empty()) throw JsonError(r.pointer(key), std::string("\"") + key + "\" narrows a mask: give \"fields\" too");
+    (std::string(key) == "expected" ? e.expected_value : e.actual_value) = r.string(key);
+  }
+  for (const std::string& f : e.features) {
+    bool known = false;
+    for (const FeatureInfo& info : all_features()) known = known || glob_match(f, info.name);
+    if (!known) throw JsonError(r.pointer("features"), "'" + f + "' matches no feature (`lockstep features` lists them)");
+  }
+  for (const std::string& k : e.errors) {
+    bool known = false;
+    for (const char* kind : all_error_kinds()) known = known || glob_match(k, kind);
+    if (!known) throw JsonError(r.pointer("errors"), "'" + k + "' matches no error kind (conformance/program/trace.h)");
+  }
   if (!e.errors.empty() && e.fields.empty())
     throw JsonError(r.pointer("errors"), "\"errors\" narrows a mask: give \"fields\" too");
   if (!r.has("id") && e.features.empty())

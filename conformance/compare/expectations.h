@@ -21,6 +21,9 @@
 //   {"features": ["sgd"], "fields": ["* → state.exists"], ...} masks SGD's state entries in every SGD program.
 // - "errors" (optional, with "fields"): globs on error kinds (trace.h); the entry masks a difference only in a
 //   record where the oracle or the implementation raised an error of such a kind.
+// - "expected", "actual" (optional, with "fields"): globs on the difference's values as the comparator prints
+//   them ("false", "true", "absent", "0.25"): {"fields": ["* → state.exists"], "expected": "false", "actual":
+//   "true"} accepts an extra state entry, never a missing one.
 // - "reason": non-empty; "category" (optional): one of expectation_categories(); "comment": ignored.
 // Accepted for files written before: the key "expected_failures" instead of "expectations", a top-level
 // array of entries, and "field" (one glob) instead of "fields".
@@ -52,6 +55,8 @@ struct Expectation {
   std::string category;             // empty when not given
   std::vector<std::string> features;  // globs on the case program's features (features.h), all must match
   std::vector<std::string> errors;  // globs on error kinds: only records where either side raised one of them
+  std::string expected_value = "*";  // globs on the difference's expected / actual value as text ("false",
+  std::string actual_value = "*";    // "true", "absent"): a mask may accept one direction only
   std::string source;               // where it came from: a file name, or "profile NAME rule ID"
   mutable int64_t uses = 0;         // differences masked or cases explained in this run (unused_entries())
 };
@@ -65,7 +70,8 @@ class FieldMask {
   // The first entry one of whose field globs matches `path` (and, for an entry with "errors", one of whose
   // error globs matches one of `error_kinds`, the kinds the two records raised); nullptr when none does.
   // Counts a use of the entry it returns.
-  const Expectation* match(const std::string& path, const std::vector<std::string>& error_kinds = {}) const;
+  const Expectation* match(const std::string& path, const std::vector<std::string>& error_kinds = {},
+                           const std::string& expected_text = "", const std::string& actual_text = "") const;
   bool empty() const { return entries_.empty(); }
 
  private:

@@ -145,15 +145,15 @@ TEST(Expectations, FeatureEntriesMatchOnlyWhenEveryGlobMatches) {
 
 TEST(Expectations, ErrorsMaskOnlyRecordsThatRaisedSuchAnError) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"id": "*", "fields": ["output → value", "error.kind"], "errors": ["inplace_*", "freed_graph"], "reason": "errors"},
+    {"id": "*", "fields": ["output → value", "error.kind"], "errors": ["inplace_*", "backward_through_freed_graph"], "reason": "errors"},
     {"id": "case-b", "fields": ["w → grad[*]"], "reason": "any record"}]})"), "e.json");
-  ASSERT_EQ(e.entries[0].errors, (std::vector<std::string>{"inplace_*", "freed_graph"}));
+  ASSERT_EQ(e.entries[0].errors, (std::vector<std::string>{"inplace_*", "backward_through_freed_graph"}));
   const FieldMask m = e.mask_for("case-a");
   EXPECT_EQ(m.match("output → value"), nullptr);                    // no error in the record
   EXPECT_EQ(m.match("output → value", {"no_grad_fn"}), nullptr);    // another kind
   EXPECT_NE(m.match("output → value", {"no_grad_fn", "inplace_modified"}), nullptr);
-  EXPECT_NE(m.match("error.kind", {"freed_graph"}), nullptr);
-  EXPECT_EQ(m.match("w → grad[0]", {"freed_graph"}), nullptr);       // the fields still have to match
+  EXPECT_NE(m.match("error.kind", {"backward_through_freed_graph"}), nullptr);
+  EXPECT_EQ(m.match("w → grad[0]", {"backward_through_freed_graph"}), nullptr);       // the fields still have to match
   // An entry without errors masks whatever the records raised.
   const FieldMask b = e.mask_for("case-b");
   EXPECT_NE(b.match("w → grad[1]"), nullptr);
@@ -213,6 +213,41 @@ TEST(Expectations, UsesCountMatchesAndUnusedEntriesAreListed) {
   EXPECT_EQ(e.unused_entries()[0]->reason, "whole case");
   ++e.entries[2].uses;  // the report counts whole-case entries that explained a failure
   EXPECT_TRUE(e.unused_entries().empty());
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// A mask can accept one direction only: {"expected": "false", "actual": "true"} accepts an extra state entry,
+// never a missing one (the pytorch-python profile's rule py-sgd-state-without-momentum).
+TEST(Expectations, ExpectedAndActualNarrowAMaskToOneDirection) {
+  const Expectations e = expectations_from_json(nlohmann::ordered_json::parse(R"({"expectations": [
+    {"features": ["sgd"], "fields": ["* → state.exists"], "expected": "false", "actual": "true", "reason": "extra"}]})"),
+                                                "e.json");
+  const std::set<std::string> sgd = {"sgd"};
+  const FieldMask m = e.mask_for("random-1", &sgd);
+  EXPECT_NE(m.match("w → state.exists", {}, "false", "true"), nullptr);
+  EXPECT_EQ(m.match("w → state.exists", {}, "true", "false"), nullptr);
+  EXPECT_THROW(expectations_from_json(nlohmann::ordered_json::parse(
+                   R"({"expectations": [{"id": "*", "expected": "false", "reason": "r"}]})"), "e.json"),
+               InputError);  // "expected" narrows a mask: it needs "fields"
+}
+
+// Names that cannot match anything are errors, as in profiles: a rule that silently never applies is a lie.
+TEST(Expectations, UnknownFeatureAndErrorNamesAreErrors) {
+  for (const char* bad : {R"({"expectations": [{"features": ["teleport"], "reason": "r"}]})",
+                          R"({"expectations": [{"id": "*", "fields": ["*"], "errors": ["teleport_error"], "reason": "r"}]})"}) {
+    try {
+      expectations_from_json(nlohmann::ordered_json::parse(bad), "e.json");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const InputError& err) {
+      EXPECT_EQ(err.file(), "e.json");
+      EXPECT_NE(err.pointer().find("/expectations/0/"), std::string::npos) << err.pointer();
+    }
+  }
 }
 
 }  // namespace

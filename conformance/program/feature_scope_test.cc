@@ -143,7 +143,7 @@ TEST(NarrowScope, FeatureGlobs) {
   EXPECT_TRUE(options.allows("sgd.lr"));
   EXPECT_TRUE(options.allows("sgd.momentum"));
   EXPECT_FALSE(options.allows("sgd.nesterov"));
-  EXPECT_FALSE(options.allows("adam.lr"));
+  EXPECT_TRUE(options.allows("adam.lr"));  // an optimizer's lr stays unless excluded by name (SGD needs it)
   EXPECT_TRUE(options.allows("adam"));  // the optimizers themselves are another category
 
   FeatureScope features;

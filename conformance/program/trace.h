@@ -36,6 +36,9 @@ inline constexpr const char* kNoSuchGroup = "no_such_group";       // set_option
 inline constexpr const char* kOther = "other";                     // anything else the engine threw
 }  // namespace error_kind
 
+// Every kind above, for validating names that refer to them.
+const std::vector<const char*>& all_error_kinds();
+
 struct ErrorObservation {
   std::string kind;     // one of error_kind
   std::string message;  // the engine's own message (not compared)

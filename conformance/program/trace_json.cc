@@ -7,6 +7,16 @@
 
 namespace lockstep {
 
+const std::vector<const char*>& all_error_kinds() {
+  static const std::vector<const char*> kinds = {
+      error_kind::kInvalidOption,     error_kind::kBackwardThroughFreedGraph, error_kind::kNoGradFn,
+      error_kind::kNonscalarBackward, error_kind::kNonLeafParameter,          error_kind::kDuplicateParameter,
+      error_kind::kGradientShape,     error_kind::kInplaceModified,           error_kind::kNoOptimizer,
+      error_kind::kNoOutput,          error_kind::kNoSuchGroup,               error_kind::kOther};
+  return kinds;
+}
+
+
 using nlohmann::ordered_json;
 
 namespace {

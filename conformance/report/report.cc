@@ -222,6 +222,9 @@ nlohmann::ordered_json coverage_to_json(const CoverageReport& c) {
   j["tested"] = c.tested;
   j["skipped"] = c.skipped;
   j["out_of_scope"] = c.out_of_scope;
+  nlohmann::ordered_json left_cases = nlohmann::ordered_json::array();
+  for (const auto& [id, why] : c.left_out_cases) left_cases.push_back({{"id", id}, {"reason", why}});
+  j["left_out_cases"] = std::move(left_cases);
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   for (const AppliedRule& r : c.rules)
     rules.push_back({{"id", r.id}, {"kind", r.kind}, {"uses", r.uses}, {"reason", r.reason}});

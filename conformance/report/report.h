@@ -65,6 +65,7 @@ struct CoverageReport {
   int64_t tested = 0;                           // cases run and compared (not skipped)
   int64_t skipped = 0;                          // cases the implementation declined
   int64_t out_of_scope = 0;                     // fixtures or named cases left out by the scope
+  std::vector<std::pair<std::string, std::string>> left_out_cases;  // their ids and why
 };
 
 struct RunReport {

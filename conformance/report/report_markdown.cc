@@ -170,6 +170,12 @@ std::string coverage_markdown(const CoverageReport& c) {
     }
     out += "\n";
   }
+  if (!c.left_out_cases.empty()) {
+    out += fmt::format("<details><summary>{} case{} left out</summary>\n\n", c.left_out_cases.size(),
+                       c.left_out_cases.size() == 1 ? "" : "s");
+    for (const auto& [id, why] : c.left_out_cases) out += fmt::format("- `{}`: {}\n", cell(id), cell(why));
+    out += "\n</details>\n\n";
+  }
   if (!c.exercised.empty()) {
     out += "Exercised (cases per feature): ";
     bool first = true;

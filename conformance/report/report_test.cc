@@ -328,3 +328,58 @@ TEST(Report, EngineFailureIsReported) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// The coverage section (capabilities.h, api_profile.h): what was tested, left out and why, and the rules used,
+// in both writers, and profile-masked differences leave a pass a pass.
+TEST(Report, CoverageSaysWhatWasLeftOutAndWhichRulesWereUsed) {
+  RunReport r = sample_report();
+  CoverageReport c;
+  c.implementation = {{"name", "float32-sgd-adam"}, {"version", "1"}, {"supports", {{"dtypes", {"float32"}}}}};
+  c.profile = "pytorch-python";
+  c.left_out.push_back({{"float64"}, "float32-sgd-adam does not declare dtype float64"});
+  c.left_out_cases.push_back({"tut000-adam-defaults", "float32-sgd-adam does not declare dtype float64"});
+  c.exercised = {{"float32", 12}, {"sgd", 5}};
+  c.not_exercised = {"op:embedding"};
+  c.rules.push_back({"py-sgd-state-without-momentum", "expect", "SEM-11.1 Python keeps a state entry", 7});
+  c.tested = 12;
+  c.out_of_scope = 1;
+  r.coverage = c;
+  r.unused_expectations = {"id rnd-*: stale entry (x.json)"};
+
+  const nlohmann::ordered_json j = report_json(r);
+  ASSERT_TRUE(j.contains("coverage"));
+  EXPECT_EQ(j["coverage"]["profile"], "pytorch-python");
+  EXPECT_EQ(j["coverage"]["left_out"][0]["features"][0], "float64");
+  EXPECT_EQ(j["coverage"]["left_out_cases"][0]["id"], "tut000-adam-defaults");
+  EXPECT_EQ(j["coverage"]["exercised"]["sgd"], 5);
+  EXPECT_EQ(j["coverage"]["rules"][0]["uses"], 7);
+  EXPECT_EQ(j["coverage"]["not_exercised"][0], "op:embedding");
+  EXPECT_EQ(j["unused_expectations"][0], "id rnd-*: stale entry (x.json)");
+
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("### Coverage"), std::string::npos);
+  EXPECT_NE(md.find("does not declare dtype float64"), std::string::npos);
+  EXPECT_NE(md.find("`py-sgd-state-without-momentum` | expect | 7"), std::string::npos) << md;
+  EXPECT_NE(md.find("In scope but not exercised"), std::string::npos);
+  EXPECT_NE(md.find("tut000-adam-defaults"), std::string::npos);
+  EXPECT_NE(md.find("### Unused expectations"), std::string::npos);
+  EXPECT_EQ(report_markdown(r), md);  // deterministic
+}
+
+TEST(Report, DifferencesAProfileAcceptedLeaveAPassAPass) {
+  LockstepResult result;
+  result.passed = true;
+  MaskedDifference m;
+  m.reason = "profile pytorch-python rule py-sgd-state-without-momentum: ...";
+  m.by_profile = true;
+  result.masked.push_back(m);
+  EXPECT_EQ(make_case_report("random-1", result, std::nullopt, "").status, CaseStatus::Passed);
+  result.masked.front().by_profile = false;  // the user's own mask: a known discrepancy
+  EXPECT_EQ(make_case_report("random-1", result, std::nullopt, "").status, CaseStatus::Known);
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
+
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
@@ -37,9 +39,16 @@ std::vector<std::string> string_list(JsonObjectReader& r, const std::string& key
 
 std::string default_profiles_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/profiles"; }
 
-std::string profile_path(const std::string& name_or_path) {
+std::string profile_path(const std::string& name_or_path, bool allow_files) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
+  if (!allow_files) {
+    bool plain = !name_or_path.empty();
+    for (char c : name_or_path) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
+    if (!plain)
+      throw InputError(name_or_path, "", "a driver's hello may name only a profile shipped in " + default_profiles_dir() +
+                                              " (letters, digits, '-', '_'); a profile file is given with --profile");
+  }
   const std::string path = is_path ? name_or_path : default_profiles_dir() + "/" + name_or_path + ".json";
   struct stat st {};
   if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -55,9 +64,10 @@ ApiProfile load_profile(const std::string& path) {
     const json doc = parse_json_text(text, 16);
     JsonObjectReader top(doc, "", "a profile");
     p.name = top.string("profile");
+    if (p.name.empty()) throw JsonError("/profile", "must not be empty");
     if (top.has("description")) p.description = top.string("description");
     const json& rules = top.required("rules");
-    if (!rules.is_array()) throw JsonError("/rules", "expected an array of rules");
+    if (!rules.is_array() || rules.empty()) throw JsonError("/rules", "expected a non-empty array of rules");
     for (size_t i = 0; i < rules.size(); ++i) {
       JsonObjectReader r(rules[i], json_pointer_append("/rules", i), "a profile rule");
       ProfileRule rule;
@@ -74,6 +84,11 @@ ApiProfile load_profile(const std::string& path) {
         throw JsonError(r.pointer(), "a rule gives either \"avoid\": true or \"fields\" (differences it expects)");
       if (!rule.errors.empty() && rule.fields.empty())
         throw JsonError(r.pointer("errors"), "\"errors\" narrows \"fields\": give \"fields\" too");
+      for (const char* key : {"expected", "actual"}) {
+        if (!r.has(key)) continue;
+        if (rule.fields.empty()) throw JsonError(r.pointer(key), std::string("\"") + key + "\" narrows \"fields\": give \"fields\" too");
+        (std::string(key) == "expected" ? rule.expected : rule.actual) = r.string(key);
+      }
       if (r.has("semantics")) rule.semantics = r.string("semantics");
       rule.reason = r.string("reason");
       if (rule.reason.empty()) throw JsonError(r.pointer("reason"), "must not be empty");
@@ -99,6 +114,8 @@ void apply_profile(const ApiProfile& profile, FeatureScope& scope, Expectations&
     e.features = rule.when;
     e.fields = rule.fields;
     e.errors = rule.errors;
+    e.expected_value = rule.expected;
+    e.actual_value = rule.actual;
     e.reason = "profile " + profile.name + " rule " + rule.id + ": " + reason;
     e.category = "api_difference";
     e.source = "profile " + profile.name + " rule " + rule.id;

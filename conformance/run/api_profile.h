@@ -12,8 +12,10 @@
 //       "semantics": "SEM-11.5", "reason": "Python's SGD keeps a state entry for every stepped parameter"}]}
 // - "when": feature globs (conformance/program/features.h), all of which the program must have.
 // - "avoid": true: such programs are not generated and such fixtures not replayed (a FeatureScope exclusion).
-// - "fields" (+ optional "errors"): the differences at those field paths are expected in such programs (an
-//   expectation with "features", expectations.h); the comparison goes on, so a later real bug still fails.
+// - "fields" (+ optional "errors", "expected", "actual"): the differences at those field paths are expected in
+//   such programs (an expectation with "features", expectations.h), in the direction "expected"/"actual" say;
+//   the comparison goes on, so a later real bug still fails. A case whose only differences a profile accepted
+//   passes (the profile is the API the implementation declared); each rule's uses are in the report.
 // Exactly one of "avoid" and "fields". Every rule a run used is listed in its report with how often.
 //
 // Example:
@@ -37,6 +39,7 @@ struct ProfileRule {
   std::vector<std::string> errors;  // error-kind globs (optional, with fields)
   std::string semantics;            // "SEM-11.1" (optional)
   std::string reason;
+  std::string expected = "*", actual = "*";  // globs on the differing values (optional, with fields)
 };
 
 struct ApiProfile {
@@ -44,9 +47,10 @@ struct ApiProfile {
   std::vector<ProfileRule> rules;
 };
 
-// A name -> fixtures/profiles/<name>.json in the source tree; anything with a '/' or ending in ".json" is a
-// path. Throws InputError when the file does not exist.
-std::string profile_path(const std::string& name_or_path);
+// A name -> fixtures/profiles/<name>.json in the source tree; with `allow_files`, anything with a '/' or ending
+// in ".json" is a path (the --profile flag; a driver's hello may name only a shipped profile, so that an
+// implementation cannot bring its own judge). Throws InputError when there is no such profile.
+std::string profile_path(const std::string& name_or_path, bool allow_files = true);
 // Strict reader; throws InputError naming the file and the JSON pointer.
 ApiProfile load_profile(const std::string& path);
 

@@ -103,7 +103,10 @@ TEST(ApiProfile, BadFilesNameTheFileAndThePointer) {
       // an unknown field, on a rule and at the top
       {R"({"profile": "p", "rules": [{"id": "a", "when": ["sgd"], "avoid": true, "reason": "r", "colour": "red"}]})",
        "/rules/0/colour"},
-      {R"({"profile": "p", "rules": [], "version": 2})", "/version"},
+      {R"({"profile": "p", "rules": [{"id": "a", "when": ["sgd"], "avoid": true, "reason": "r"}], "version": 2})", "/version"},
+      {R"({"profile": "p", "rules": []})", "/rules"},
+      {R"({"profile": "", "rules": [{"id": "a", "when": ["sgd"], "avoid": true, "reason": "r"}]})", "/profile"},
+      {R"({"profile": "p", "rules": [{"id": "a", "when": ["sgd"], "avoid": true, "expected": "false", "reason": "r"}]})", "/rules/0/expected"},
       // ids and reasons
       {R"({"profile": "p", "rules": [)" + rule_ok + ", " + rule_ok + "]}", "/rules/1/id"},
       {R"({"profile": "p", "rules": [{"id": "", "when": ["sgd"], "avoid": true, "reason": "r"}]})", "/rules/0/id"},
@@ -192,9 +195,11 @@ TEST(ApiProfile, ApplyPutsAvoidRulesInTheScopeAndFieldRulesInExpectations) {
   EXPECT_NE(e.reason.find("profile pytorch-python rule py-sgd-state-without-momentum"), std::string::npos);
   // The entry masks state.exists in SGD programs only, and only when the features are known.
   const std::set<std::string> sgd = {"float32", "sgd", "sgd.lr"}, adam = {"float32", "adam"};
-  EXPECT_EQ(expectations.mask_for("random-3", &sgd).match("w → state.exists"), &e);
-  EXPECT_EQ(expectations.mask_for("random-3", &sgd).match("w → grad[0]"), nullptr);
-  EXPECT_EQ(expectations.mask_for("random-3", &adam).match("w → state.exists"), nullptr);
+  EXPECT_EQ(expectations.mask_for("random-3", &sgd).match("w → state.exists", {}, "false", "true"), &e);
+  // Only the direction Python shows (an extra entry), never a missing one.
+  EXPECT_EQ(expectations.mask_for("random-3", &sgd).match("w → state.exists", {}, "true", "false"), nullptr);
+  EXPECT_EQ(expectations.mask_for("random-3", &sgd).match("w → grad[0]", {}, "false", "true"), nullptr);
+  EXPECT_EQ(expectations.mask_for("random-3", &adam).match("w → state.exists", {}, "false", "true"), nullptr);
   EXPECT_EQ(expectations.mask_for("random-3").match("w → state.exists"), nullptr);
   EXPECT_EQ(expectations.whole_case("random-3", &sgd), nullptr);  // a mask, never a whole-case entry
 }
@@ -224,6 +229,19 @@ TEST(ApiProfile, ApplyKeepsErrorsAndAppendsToWhatIsThere) {
   const FieldMask mask = expectations.mask_for("any", &f);
   EXPECT_EQ(mask.match("error.kind", {"other"}), nullptr);
   EXPECT_EQ(mask.match("error.kind", {"inplace_modified"}), &e);
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// A driver's hello may name only a shipped profile: an implementation cannot bring its own judge.
+TEST(ApiProfile, AHelloCannotNameAFile) {
+  EXPECT_NO_THROW(profile_path("pytorch-python", /*allow_files=*/false));
+  for (const char* name : {"/etc/passwd", "../profiles/pytorch-python", "mine.json", "a b", ""})
+    EXPECT_THROW(profile_path(name, /*allow_files=*/false), InputError) << name;
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include "conformance/run/capabilities.h"
 
 #include <cctype>
-#include <cstdio>
 #include <stdexcept>
 
 #include "conformance/program/features.h"
@@ -64,6 +63,16 @@ Capabilities capabilities_from_hello(const json& hello) {
         throw JsonError(base + "/defaults/zero_grad", "expected \"none\" or \"zero\"");
       c.zero_grad_default_none = value == "none";
     }
+  }
+  // A version and a default that contradict each other (SEM-12.2): the comparison follows the default, the
+  // version's named case checks follow the version, so say it now.
+  if (c.zero_grad_default_none && !c.pytorch_version.empty()) {
+    const bool version_none = parse_pytorch_version(c.pytorch_version)->first >= 2;
+    if (version_none != *c.zero_grad_default_none)
+      c.warnings.push_back("the hello declares PyTorch " + c.pytorch_version + " but \"defaults\": {\"zero_grad\": \"" +
+                           (*c.zero_grad_default_none ? "none" : "zero") + "\"}, which is not that version's default: "
+                           "the comparison follows the declared default, named case sem12-zero-grad-default-by-version "
+                           "the version's");
   }
   auto s = hello.find("supports");
   if (s == hello.end() || s->is_null()) return c;
@@ -138,11 +147,25 @@ void exclude_unsupported(const Capabilities& caps, FeatureScope& scope) {
 }
 
 std::optional<std::pair<int, int>> parse_pytorch_version(const std::string& text) {
+  auto digit = [&](size_t i) { return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); };
+  // A number of at most 6 digits starting at i; -1 when there is none (or a longer one: not a version).
+  auto number = [&](size_t& i) {
+    const size_t start = i;
+    int value = 0;
+    while (digit(i)) {
+      if (i - start < 6) value = value * 10 + (text[i] - '0');
+      ++i;
+    }
+    return i == start || i - start > 6 ? -1 : value;
+  };
   for (size_t i = 0; i < text.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1]))))
-      continue;
-    int major = 0, minor = 0, used = 0;
-    if (std::sscanf(text.c_str() + i, "%d.%d%n", &major, &minor, &used) == 2 && used > 0) return std::make_pair(major, minor);
+    if (!digit(i) || (i > 0 && digit(i - 1))) continue;
+    size_t j = i;
+    const int major = number(j);
+    if (major < 0 || j >= text.size() || text[j] != '.') continue;
+    ++j;
+    const int minor = number(j);
+    if (minor >= 0) return std::make_pair(major, minor);
   }
   return std::nullopt;
 }

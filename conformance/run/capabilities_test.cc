@@ -307,3 +307,25 @@ TEST(VersionCondition, AtMostIsNotReadAsBelow) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+TEST(Capabilities, HugeVersionNumbersAreNotVersions) {
+  EXPECT_FALSE(parse_pytorch_version("99999999999999999999.1"));
+  EXPECT_EQ(parse_pytorch_version("123456.7"), std::make_pair(123456, 7));
+}
+
+// A version and a default that contradict each other are told at the handshake (SEM-12.2).
+TEST(Capabilities, AVersionContradictingTheDeclaredDefaultIsAWarning) {
+  const Capabilities c = capabilities_from_hello(
+      nlohmann::ordered_json::parse(R"({"name": "x", "pytorch_version": "2.1.0", "defaults": {"zero_grad": "zero"}})"));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("2.1.0"), std::string::npos);
+  EXPECT_TRUE(capabilities_from_hello(nlohmann::ordered_json::parse(
+                  R"({"name": "x", "pytorch_version": "2.1.0", "defaults": {"zero_grad": "none"}})"))
+                  .warnings.empty());
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -55,4 +55,11 @@ std::string zero_grad_default_rule_text(bool implementation_none, bool oracle_no
          "default, and named case sem12-zero-grad-default-by-version checks the default itself";
 }
 
+std::string zero_grad_default_replay_rule_text(bool implementation_none, bool recorder_none) {
+  return std::string("SEM-12.1: the implementation's zero_grad() ") + what(implementation_none) +
+         ", the recording oracle's " + what(recorder_none) + "; replay sent every zero_grad() spelled out as the "
+         "recording oracle's (set_to_none=" + (recorder_none ? "true" : "false") + "), so replay did not test the "
+         "implementation's own default: `lockstep run` does (named case " + kZeroGradDefaultCase + ")";
+}
+
 }  // namespace lockstep

@@ -31,7 +31,12 @@ bool uses_zero_grad_default(const Program& program);
 // `inner`, except that zero_grad() with no argument does zero_grad(set_to_none = `set_to_none`).
 std::unique_ptr<Engine> with_zero_grad_default(std::unique_ptr<Engine> inner, bool set_to_none);
 
-// The report's line for the rule: which side follows which default.
+// The report's line for the rule: which side follows which default. The named case that checks the default
+// is named by kZeroGradDefaultCase.
+inline constexpr const char* kZeroGradDefaultCase = "sem12-zero-grad-default-by-version";
 std::string zero_grad_default_rule_text(bool implementation_none, bool oracle_none);
+// The same for replay, where the implementation's programs are spelled out as the recording oracle's default:
+// its own default is not tested there.
+std::string zero_grad_default_replay_rule_text(bool implementation_none, bool recorder_none);
 
 }  // namespace lockstep

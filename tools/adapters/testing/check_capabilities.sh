@@ -95,6 +95,37 @@ check 'import sys; assert int(sys.argv[1]) == 2, sys.argv[1]' "$code" "a hello w
 check 'import sys; t = open(sys.argv[1]).read(); assert "/hello/supports/dtypes" in t, t' "$work/bad-hello.log" \
   "... naming /hello/supports/dtypes"
 
+# A wrong SGD (momentum ignored) that declares the pytorch-python profile: the profile accepts an extra SGD state
+# entry, never a missing one, and a missing momentum buffer is no error budget for the parameters.
+nomom="python3 $here/sgd_without_momentum.py '{\"api_profile\": \"pytorch-python\"}' -- $impl"
+"$lockstep" replay --engine "$nomom" --report-dir "$work/nomom-replay" > "$work/nomom-replay.log" 2>&1
+code=$?
+"$lockstep" replay --engine "$nomom" --profile none --report-dir "$work/nomom-replay-np" > "$work/nomom-replay-np.log" 2>&1
+check '
+import json, sys
+r = json.load(open(sys.argv[1] + "/nomom-replay/replay-report.json"))
+n = json.load(open(sys.argv[1] + "/nomom-replay-np/replay-report.json"))
+assert r["coverage"]["profile"] == "pytorch-python", r["coverage"]["profile"]
+failed = {c["id"] for c in r["cases"] if c["status"] == "failed"}
+failed_np = {c["id"] for c in n["cases"] if c["status"] == "failed"}
+left_out = {x["id"] for x in r["coverage"]["left_out_cases"]}
+assert {"grad-sgd-momentum-f32", "grad-sgd-momentum-f64", "tut002-momentum-buffer-first-step-copy"} <= failed, failed
+hidden = failed_np - left_out - failed
+assert not hidden, ("the profile hid", sorted(hidden))
+' "$work" "a wrong SGD without momentum behind the pytorch-python profile: replay fails every fixture it fails without the profile"
+check 'import sys; assert int(sys.argv[1]) == 1, sys.argv[1]' "$code" "... and exits 1"
+"$lockstep" run --engine "$nomom" --count 300 --seed 4 --features sgd,float32 --report-dir "$work/nomom-run" \
+  > "$work/nomom-run.log" 2>&1
+check '
+import json, sys
+r = json.load(open(sys.argv[1] + "/nomom-run/lockstep-report.json"))
+assert r["summary"]["failed"] > 20, r["summary"]
+# What the profile accepted: an extra state entry, nothing else.
+for c in r["cases"]:
+    for m in c.get("masked", []):
+        assert m["path"].endswith("state.exists") and m["expected_text"] == "false" and m["actual_text"] == "true", m
+' "$work" "live: the wrong SGD fails, and the profile accepted nothing but extra state entries"
+
 if [ -n "${PYTORCH_PYTHON:-}" ]; then
   "$lockstep" run --engine "$PYTORCH_PYTHON $here/../pytorch_driver.py" --count "${PYTORCH_COUNT:-300}" --seed 1 \
     --report-dir "$work/py" > "$work/py.log" 2>&1
