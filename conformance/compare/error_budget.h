@@ -76,7 +76,9 @@ struct RepeatedUpdate {
 std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const Record& before,
                                                        const std::vector<GroupObservation>& groups);
 
-// Group options come from `expected_after` (a step does not change them; they are compared exactly).
+// Group options come from `expected_after` (a step does not change them; they are compared exactly). A parameter
+// whose optimizer state differs in structure between the sides, before or after (a state tensor or a grad one side
+// lacks, or another step count) gets no budget: that is no rounding to carry, even where a mask accepted it.
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after, const Record& actual_after);
 

@@ -12,7 +12,8 @@
 //   "w → state.step", "handle g0 → value[3]", "group 0 → lr", "output → value", "error.kind").
 //   An entry with fields is a MASK: a difference whose path matches one of them is accepted and recorded
 //   (the report lists it, with the reason), and the comparison of the case goes on; a later difference no
-//   mask matches fails the case. A case with masked differences only is reported as known.
+//   mask matches fails the case. A case with masked differences only is reported as known (one whose masks all
+//   came from an API profile, api_profile.h, passes: the profile is the API the implementation declared).
 //   An entry without fields says the WHOLE CASE is expected to fail (any difference, a driver failure, an
 //   exception): a failing case is reported as known (an expected failure); a passing one as an unexpected
 //   pass, which is a failure (the file must say what is true).
