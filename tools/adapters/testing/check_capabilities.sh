@@ -15,7 +15,12 @@ lockstep="$1"; impl="$2"; work="$3"
 here="$(cd "$(dirname "$0")" && pwd)"
 rm -rf "$work"; mkdir -p "$work"
 fail=0
-check() { if ! python3 -c "$1" "$2"; then echo "check_capabilities: FAILED: $3"; fail=1; else echo "check_capabilities: ok: $3"; fi; }
+# check PYTHON_ASSERTIONS ARG... DESCRIPTION: the assertions run with the arguments as sys.argv[1:].
+check() {
+  local code="$1" what="${!#}"; shift
+  if ! python3 -c "$code" "${@:1:$#-1}"; then echo "check_capabilities: FAILED: $what"; fail=1
+  else echo "check_capabilities: ok: $what"; fi
+}
 
 f32="python3 $here/float32_sgd_adam.py -- $impl"
 "$lockstep" run --engine "$f32" --count 2000 --seed 3 --report-dir "$work/f32" > "$work/f32.log" 2>&1
@@ -61,6 +66,17 @@ bad = [f for f in ex if f in ("float64", "adam", "adamw", "sgd.nesterov") or f.s
 assert not bad, bad
 assert ex.get("sgd", 0) > 0 and ex.get("float32", 0) > 0
 ' "$work" "--features/--exclude-features narrow generation"
+"$lockstep" replay --engine impl --tags adam,amsgrad --exclude-tags float64 --report-dir "$work/tags" > "$work/tags.log" 2>&1
+check '
+import json, sys, glob
+want = set()
+for f in glob.glob(sys.argv[1] + "/fixtures/corpus/*/*.json"):
+    d = json.load(open(f)); t = set(d["tags"])
+    if {"adam", "amsgrad"} <= t and "float64" not in t: want.add(d["id"])
+r = json.load(open(sys.argv[2] + "/tags/replay-report.json"))
+got = {c["id"] for c in r["cases"]}
+assert want and got == want, (sorted(got ^ want))
+' "$here/../../.." "$work" "replay --tags/--exclude-tags select exactly the fixtures carrying them"
 "$lockstep" run --engine impl --count 1 --features no-such-feature > "$work/bad-feature.log" 2>&1
 code=$?
 check 'import sys; assert int(sys.argv[1]) == 2, sys.argv[1]' "$code" "--features with an unknown name: exit 2"
