@@ -9,6 +9,12 @@ two APIs shows up in `lockstep replay`:
 
     lockstep replay --engine '/usr/bin/python3 tools/adapters/pytorch_driver.py' \
         --expected-failures fixtures/expectations/pytorch-python.json
+    lockstep run --engine '/usr/bin/python3 tools/adapters/pytorch_driver.py --mode foreach --device cuda'
+
+--mode single (default): the single-tensor optimizer path (foreach=False, like the C++ optimizers);
+--mode foreach: torch.optim's multi-tensor path (foreach=True); --mode fused: fused=True for the optimizers whose
+installed version has it (the hello declares only those; none: the driver says so on stderr and exits 3 before
+the hello). --device cpu (default) or cuda: parameters, constants and gradients on that device (no GPU: exit 3).
 
 Run it with Debian's python3 (python3-torch 1.13): `/usr/bin/python3`, not a pyenv python without torch.
 
@@ -25,6 +31,8 @@ Where the Python API has no action of its own the driver decides as the C++ orac
 The driver never hides a difference: the optimizer state is observed as Python holds it (SGD without momentum
 keeps a state entry {'momentum_buffer': None}, observed as an existing state without fields).
 """
+import argparse
+import inspect
 import json
 import math
 import sys
@@ -91,9 +99,14 @@ def number_out(v):
     return v
 
 
+MODE = "single"    # --mode: single, foreach or fused
+DEVICE = "cpu"     # --device: cpu or cuda
+FUSED = {}         # optimizer kind -> whether the installed torch.optim class has `fused` (mode fused)
+
+
 def make_tensor(values, dtype, shape):
     t = torch.tensor([number_in(v) for v in values], dtype=torch.float64).reshape(shape)
-    return t.to(DTYPES[dtype])  # one rounding to float32, like the oracle
+    return t.to(DTYPES[dtype]).to(DEVICE)  # one rounding to float32, like the oracle
 
 
 def tensor_out(t):
@@ -186,7 +199,12 @@ class PythonEngine:
         else:
             groups = [self.make_group(g, "group %d" % i) for i, g in enumerate(spec["groups"])]
         self.check_fields(self.kind, defaults, "defaults")
-        common = {"foreach": False, "maximize": False}
+        if MODE == "fused":
+            if not FUSED.get(self.kind):
+                raise EngineError("other", "%s has no fused implementation in torch %s" % (self.kind, torch.__version__))
+            common = {"fused": True, "maximize": False}
+        else:
+            common = {"foreach": MODE == "foreach", "maximize": False}
         if self.kind == "sgd":
             if "lr" not in defaults:
                 raise EngineError("invalid_option", "defaults: SGD options need lr (no default)")
@@ -230,11 +248,11 @@ class PythonEngine:
         if op == "mean": return x.mean()
         if op == "mse_loss": return F.mse_loss(args[0], args[1])
         if op == "cross_entropy":
-            return F.cross_entropy(x, torch.tensor(e["targets"], dtype=torch.long))
+            return F.cross_entropy(x, torch.tensor(e["targets"], dtype=torch.long, device=DEVICE))
         if op == "linear":
             return F.linear(args[0], args[1], args[2] if len(args) > 2 else None)
         if op == "embedding":
-            return F.embedding(torch.tensor(e["indices"], dtype=torch.long), x)
+            return F.embedding(torch.tensor(e["indices"], dtype=torch.long, device=DEVICE), x)
         raise EngineError("other", "unknown op '%s'" % op)
 
     def forward(self, loss, no_grad):
@@ -401,7 +419,44 @@ def run_program(program):
     return trace
 
 
+def hello():
+    h = {"name": "pytorch-python" + ("" if (MODE, DEVICE) == ("single", "cpu") else "[%s,%s]" % (MODE, DEVICE)),
+         "version": torch.__version__, "protocol": 1, "language": "python", "api_profile": "pytorch-python",
+         "pytorch_version": torch.__version__}
+    if MODE == "fused":  # only the optimizers with a fused path; everything else as always
+        h["supports"] = {"optimizers": {k: (SGD_FIELDS if k == "sgd" else ADAM_FIELDS) for k, f in FUSED.items() if f}}
+    return h
+
+
 def main():
+    global MODE, DEVICE
+    parser = argparse.ArgumentParser(description="PyTorch's Python API as a lockstep driver")
+    parser.add_argument("--mode", choices=["single", "foreach", "fused"], default="single")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    args = parser.parse_args()
+    MODE, DEVICE = args.mode, args.device
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        sys.stderr.write("pytorch_driver: --device cuda: no CUDA device here (torch %s)\n" % torch.__version__)
+        sys.exit(3)
+    if MODE == "fused":
+        classes = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+        for kind, cls in classes.items():
+            FUSED[kind] = "fused" in inspect.signature(cls.__init__).parameters
+        # torch 1.13's fused Adam runs on CUDA only; probe it rather than trust the signature.
+        for kind, cls in classes.items():
+            if not FUSED[kind]:
+                continue
+            try:
+                p = torch.zeros(1, device=DEVICE, requires_grad=True)
+                p.grad = torch.ones(1, device=DEVICE)
+                opt = cls([p], lr=0.1, fused=True)
+                opt.step()
+            except Exception:  # noqa: BLE001 - any refusal means: not available here
+                FUSED[kind] = False
+        if not any(FUSED.values()):
+            sys.stderr.write("pytorch_driver: --mode fused: no optimizer of torch %s has a fused path on %s\n"
+                             % (torch.__version__, DEVICE))
+            sys.exit(3)
     out = sys.stdout
     for line in sys.stdin:
         line = line.strip()
@@ -409,10 +464,7 @@ def main():
             continue
         request = json.loads(line)
         if "hello" in request:  # the start-up handshake (fixtures/PROTOCOL.md 2a), after `import torch`
-            answer = {"id": request.get("id", "lockstep-hello"),
-                      "hello": {"name": "pytorch-python", "version": torch.__version__, "protocol": 1,
-                                "language": "python", "api_profile": "pytorch-python",
-                                "pytorch_version": torch.__version__}}
+            answer = {"id": request.get("id", "lockstep-hello"), "hello": hello()}
             out.write(json.dumps(answer) + "\n")
             out.flush()
             continue
