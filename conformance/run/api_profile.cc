@@ -66,6 +66,19 @@ ApiProfile load_profile(const std::string& path) {
     p.name = top.string("profile");
     if (p.name.empty()) throw JsonError("/profile", "must not be empty");
     if (top.has("description")) p.description = top.string("description");
+    if (top.has("extends")) {
+      // The base profile's rules first (a shipped one, by name; one level is all a profile needs).
+      const std::string base = top.string("extends");
+      std::string base_path;
+      try {
+        base_path = profile_path(base, /*allow_files=*/false);
+      } catch (const InputError& e) {
+        throw JsonError("/extends", e.message());
+      }
+      if (base_path == path) throw JsonError("/extends", "a profile cannot extend itself");
+      ApiProfile b = load_profile(base_path);
+      p.rules = std::move(b.rules);
+    }
     const json& rules = top.required("rules");
     if (!rules.is_array() || rules.empty()) throw JsonError("/rules", "expected a non-empty array of rules");
     for (size_t i = 0; i < rules.size(); ++i) {
@@ -74,7 +87,7 @@ ApiProfile load_profile(const std::string& path) {
       rule.id = r.string("id");
       if (rule.id.empty()) throw JsonError(r.pointer("id"), "must not be empty");
       for (const ProfileRule& other : p.rules)
-        if (other.id == rule.id) throw JsonError(r.pointer("id"), "duplicate rule id '" + rule.id + "'");
+        if (other.id == rule.id) throw JsonError(r.pointer("id"), "duplicate rule id '" + rule.id + "' (also in the base profile?)");
       rule.when = string_list(r, "when", true);
       if (rule.when.empty()) throw JsonError(r.pointer(), "a rule needs \"when\" (feature globs)");
       rule.avoid = r.optional_bool("avoid").value_or(false);

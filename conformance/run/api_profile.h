@@ -5,6 +5,7 @@
 // A profile file (fixtures/profiles/<name>.json; a driver names its profile in its hello's "api_profile"):
 //   {"profile": "pytorch-python",
 //    "description": "PyTorch's Python API compared with LibTorch's C++ API",
+//    "extends": "base-profile",                  optional: a shipped profile whose rules come first
 //    "rules": [
 //      {"id": "py-group-options-inherit", "when": ["group_options_partial"], "avoid": true,
 //       "semantics": "SEM-11.1", "reason": "Python fills a group's unset options from the optimizer's defaults"},

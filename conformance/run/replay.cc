@@ -179,8 +179,10 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
 
 void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config) {
   const Expectation* e = config.expectations.whole_case(result.id);
-  if (e && result.status == ReplayStatus::Failed) {
+  if (e && (result.status == ReplayStatus::Failed || (result.status == ReplayStatus::Passed && !result.masked.empty()))) {
+    // Passing only by masks is still a deviation: the entry that says the case fails holds.
     result.status = ReplayStatus::ExpectedFailure;
+    ++e->uses;
   } else if (e && result.status == ReplayStatus::Passed) {
     result.status = ReplayStatus::UnexpectedPass;
   } else if (!e && result.status == ReplayStatus::Passed && !result.masked.empty() &&

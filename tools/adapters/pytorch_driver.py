@@ -421,7 +421,8 @@ def run_program(program):
 
 def hello():
     h = {"name": "pytorch-python" + ("" if (MODE, DEVICE) == ("single", "cpu") else "[%s,%s]" % (MODE, DEVICE)),
-         "version": torch.__version__, "protocol": 1, "language": "python", "api_profile": "pytorch-python",
+         "version": torch.__version__, "protocol": 1, "language": "python",
+         "api_profile": "pytorch-python-foreach" if MODE == "foreach" else "pytorch-python",
          "pytorch_version": torch.__version__}
     if MODE == "fused":  # only the optimizers with a fused path; everything else as always
         h["supports"] = {"optimizers": {k: (SGD_FIELDS if k == "sgd" else ADAM_FIELDS) for k, f in FUSED.items() if f}}
