@@ -233,10 +233,13 @@ int command_run(const RunArgs& args) {
         // Shrink to the smallest program that still fails (and is not explained by a known entry), re-running
         // every candidate through the same implementation.
         ShrinkStats stats;
+        // The same kind of failure (LockstepResult::failure_kind): a simpler program that fails for another
+        // reason is not the same bug.
+        const std::string kind = r.result.failure_kind();
         auto still_fails = [&](const Program& candidate) {
           const std::set<std::string> f = program_features(candidate);
-          return case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f)), candidate, "").status ==
-                 CaseStatus::Failed;
+          CaseReport c = case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f)), candidate, "");
+          return c.status == CaseStatus::Failed && c.result.failure_kind() == kind;
         };
         Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
         const std::set<std::string> shrunk_features = program_features(shrunk);

@@ -31,6 +31,21 @@ std::string LockstepResult::failure_summary() const {
                      d.bound);
 }
 
+std::string LockstepResult::failure_kind() const {
+  if (passed) return "";
+  const std::string where = failed_at_setup ? std::string("setup") : failed_action_name.empty() ? "run" : failed_action_name;
+  if (differences.empty()) return where + ": engine";
+  const Difference& d = differences.front();
+  std::string field = d.path;
+  const size_t arrow = field.rfind("→ ");
+  if (arrow != std::string::npos) field = field.substr(arrow + std::string("→ ").size());
+  const size_t bracket = field.find('[');
+  if (bracket != std::string::npos) field = field.substr(0, bracket);
+  if (field == "error.kind" || d.kind == DifferenceKind::Structure)
+    field += " " + d.expected_text + "/" + d.actual_text;  // which error, which structure
+  return where + ": " + field;
+}
+
 namespace {
 
 std::string exception_text(std::exception_ptr p) {

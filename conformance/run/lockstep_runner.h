@@ -77,6 +77,11 @@ struct LockstepResult {
 
   // One line: "action 3 (step): w → exp_avg_sq[1,2]: expected 0.5, actual 0.50000006 (4 ulp of 0.5 (float32))".
   std::string failure_summary() const;
+  // What kind of failure this is, without names, indices and numbers: "step: momentum_buffer",
+  // "setup: error.kind none/duplicate_parameter", "backward: engine". Shrinking keeps it, so that a shrunk
+  // program fails for the reason the original did (not for another one a simpler program happens to have).
+  // Empty when passed.
+  std::string failure_kind() const;
 };
 
 // `mask`: the case's expectations with fields (expectations.h); a masked difference does not stop the run. After

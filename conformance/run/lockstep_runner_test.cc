@@ -229,3 +229,41 @@ TEST(Sem9Lockstep, RunModeNames) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// failure_kind() names a failure without names, indices and numbers, so that shrinking keeps its cause.
+TEST(LockstepResultKind, DropsNamesIndicesAndNumbersKeepsErrorKinds) {
+  LockstepResult r;
+  EXPECT_EQ(r.failure_kind(), "");  // passed
+  r.passed = false;
+  r.failed_action = 3;
+  r.failed_action_name = "step";
+  Difference d;
+  d.kind = DifferenceKind::Numeric;
+  d.path = "p0 → momentum_buffer[1,2]";
+  d.expected_text = "4";
+  d.actual_text = "2";
+  r.differences = {d};
+  EXPECT_EQ(r.failure_kind(), "step: momentum_buffer");
+  r.differences[0].path = "w7 → momentum_buffer[0]";
+  r.differences[0].expected_text = "0.5";
+  EXPECT_EQ(r.failure_kind(), "step: momentum_buffer");  // another parameter, element and value: the same kind
+  Difference e;
+  e.kind = DifferenceKind::Structure;
+  e.path = "error.kind";
+  e.expected_text = "none";
+  e.actual_text = "other";
+  r.failed_at_setup = true;
+  r.differences = {e};
+  EXPECT_EQ(r.failure_kind(), "setup: error.kind none/other");
+  r.differences[0].actual_text = "duplicate_parameter";
+  EXPECT_NE(r.failure_kind(), "setup: error.kind none/other");  // another error is another failure
+  r.differences.clear();
+  r.engine_failure = "driver failure (timeout): ...";
+  EXPECT_EQ(r.failure_kind(), "setup: engine");
+}
+
+}  // namespace
+}  // namespace lockstep
