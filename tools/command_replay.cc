@@ -17,6 +17,7 @@
 #include "conformance/run/replay.h"
 #include "conformance/run/capabilities.h"
 #include "conformance/run/zero_grad_default.h"
+#include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/report/report.h"
 #include "tools/commands.h"
@@ -202,7 +203,7 @@ int command_replay(const ReplayArgs& args) {
     if (!selected(original)) continue;
     ++matched;
     std::string why;
-    if (!in_scope(scope, original.id, original.program, &why)) {
+    if (!in_scope(scope, original.id, program_features(original.program), &why)) {
       if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
       continue;
     }
@@ -220,7 +221,7 @@ int command_replay(const ReplayArgs& args) {
     LockstepResult counted;
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
     // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
-    count_case(scope, f.program, counted);
+    count_case(scope, program_features(f.program), counted);
     if (uses_zero_grad_default(original.program) && mine != recorder_none)
       for (AppliedRule& rule : scope.coverage.rules)
         if (rule.id == kZeroGradDefaultRule) ++rule.uses;

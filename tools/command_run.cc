@@ -180,13 +180,14 @@ int command_run(const RunArgs& args) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
       std::string why;
-      if (!in_scope(scope, c.id, c.program, &why)) {
+      const std::set<std::string> features = program_features(c.program);
+      if (!in_scope(scope, c.id, features, &why)) {
         if (!args.only_case.empty()) fmt::print("  left out {}: {}\n", c.id, why);
         continue;
       }
       LockstepResult result = run_case(*subject, c, expectations);
       if (fatal()) return kExitInputError;
-      count_case(scope, c.program, result);
+      count_case(scope, features, result);
       if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
       CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
       if (r.status == CaseStatus::Passed) r.program.reset();
@@ -226,7 +227,7 @@ int command_run(const RunArgs& args) {
       const FieldMask mask = expectations.mask_for(id, &features);
       LockstepResult result = subject->run(id, program, mask);
       if (fatal()) return kExitInputError;
-      count_case(scope, program, result);
+      count_case(scope, features, result);
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i);
       CaseReport r = case_report(id, result, program, reproduce);
       if (r.status == CaseStatus::Failed) {

@@ -83,8 +83,8 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   return s;
 }
 
-bool in_scope(RunScope& s, const std::string& id, const Program& program, std::string* why) {
-  const FeatureExclusion* x = s.scope->excluded(program_features(program));
+bool in_scope(RunScope& s, const std::string& id, const std::set<std::string>& features, std::string* why) {
+  const FeatureExclusion* x = s.scope->excluded(features);
   if (!x) return true;
   ++s.coverage.out_of_scope;
   s.coverage.left_out_cases.emplace_back(id, x->reason);
@@ -93,14 +93,14 @@ bool in_scope(RunScope& s, const std::string& id, const Program& program, std::s
   return false;
 }
 
-void count_case(RunScope& s, const Program& program, const LockstepResult& result) {
+void count_case(RunScope& s, const std::set<std::string>& features, const LockstepResult& result) {
   if (!result.skipped.empty()) {
     ++s.coverage.skipped;
     return;
   }
   ++s.coverage.tested;
-  for (const std::string& f : program_features(program)) ++s.coverage.exercised[f];
-  if (uses_zero_grad_default(program))
+  for (const std::string& f : features) ++s.coverage.exercised[f];
+  if (features.count("zero_grad_default"))
     for (AppliedRule& r : s.coverage.rules)
       if (r.id == kZeroGradDefaultRule) ++r.uses;
 }

@@ -58,10 +58,11 @@ struct RunScope {
 // `zero_grad_rule`: TestedImplementation::zero_grad_rule() (empty: both follow the same default).
 RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations);
-// Whether case `id`'s program is in scope; when not, records it as left out and gives the reason.
-bool in_scope(RunScope& s, const std::string& id, const Program& program, std::string* why = nullptr);
-// Counts a case that ran (or was skipped by the implementation) in the coverage.
-void count_case(RunScope& s, const Program& program, const LockstepResult& result);
+// Whether case `id`, whose program has `features` (program_features()), is in scope; when not, records it as
+// left out and gives the reason.
+bool in_scope(RunScope& s, const std::string& id, const std::set<std::string>& features, std::string* why = nullptr);
+// Counts a case that ran (or was skipped by the implementation) in the coverage, by its program's features.
+void count_case(RunScope& s, const std::set<std::string>& features, const LockstepResult& result);
 // At the end of a run: features in scope never exercised, how often each rule was used, unused expectations.
 void finish_coverage(RunScope& s, RunReport& report, const Expectations& expectations);
 

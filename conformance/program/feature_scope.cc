@@ -76,7 +76,8 @@ void narrow_scope(FeatureScope& scope, const std::string& features, const std::s
     }
   }
   for (const std::string& glob : split_list(exclude_features)) {
-    matching(glob, "--exclude-features");
+    if (!matches_some_feature(glob))
+      throw std::invalid_argument("--exclude-features: '" + glob + "' names no feature (`lockstep features` lists them)");
     scope.exclude({glob}, "--exclude-features " + exclude_features, "flag");
   }
 }

@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 
+#include "conformance/program/glob.h"
+
 namespace lockstep {
 namespace {
 
@@ -54,18 +56,6 @@ std::vector<FeatureInfo> make_features() {
   };
   f.insert(f.end(), rest.begin(), rest.end());
   return f;
-}
-
-bool any_nonfinite(const std::vector<double>& v) {
-  for (double x : v)
-    if (!std::isfinite(x)) return true;
-  return false;
-}
-
-void walk(const Expr& e, const std::function<void(const Expr&)>& visit) {
-  visit(e);
-  for (const ExprPtr& a : e.args)
-    if (a) walk(*a, visit);
 }
 
 // The option type's own default of each option (SEM-5.1, SEM-6.1, SEM-6.4); SGD's lr has none.
@@ -127,6 +117,24 @@ bool leaves_unset_what_defaults_set(OptimizerKind k, const OptimizerOptions& def
 
 }  // namespace
 
+bool any_nonfinite(const std::vector<double>& values) {
+  for (double x : values)
+    if (!std::isfinite(x)) return true;
+  return false;
+}
+
+void walk_expr(const Expr& e, const std::function<void(const Expr&)>& visit) {
+  visit(e);
+  for (const ExprPtr& a : e.args)
+    if (a) walk_expr(*a, visit);
+}
+
+bool matches_some_feature(const std::string& glob) {
+  for (const FeatureInfo& f : all_features())
+    if (glob_match(glob, f.name)) return true;
+  return false;
+}
+
 const std::vector<std::string>& optimizer_option_names(OptimizerKind kind) {
   static const std::vector<std::string> sgd = {"lr", "momentum", "dampening", "nesterov", "weight_decay"};
   static const std::vector<std::string> adam = {"lr", "betas", "eps", "weight_decay", "amsgrad"};
@@ -151,7 +159,7 @@ std::set<std::string> program_features(const Program& program) {
     if (any_nonfinite(p.values)) f.insert("special_values");
   }
   auto scan = [&](const Expr& loss) {
-    walk(loss, [&](const Expr& e) {
+    walk_expr(loss, [&](const Expr& e) {
       if (e.op == Op::Const) {
         f.insert(dtype_name(e.constant.dtype));  // a float64 constant needs float64 too
         if (any_nonfinite(e.constant.data)) f.insert("special_values");

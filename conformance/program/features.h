@@ -21,6 +21,7 @@
 //   if (f.count("float64")) ... the program needs float64 ...
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,6 +42,14 @@ const FeatureInfo* find_feature(const std::string& name);  // nullptr for an unk
 
 // The features `program` uses (static: from the program alone, not from a run).
 std::set<std::string> program_features(const Program& program);
+
+// Whether `glob` ('*', '?') matches at least one name of all_features(): names in flags, profiles and
+// expectations that match none are errors, not rules that silently never apply.
+bool matches_some_feature(const std::string& glob);
+
+// Scanning programs (also for fixture tags, fixture.h): every node of `e`, parents first; NaN or an infinity.
+void walk_expr(const Expr& e, const std::function<void(const Expr&)>& visit);
+bool any_nonfinite(const std::vector<double>& values);
 
 // The options an optimizer has, by the names used in features and handshakes ("lr", "momentum", ...).
 const std::vector<std::string>& optimizer_option_names(OptimizerKind kind);

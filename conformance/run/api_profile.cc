@@ -25,11 +25,8 @@ std::vector<std::string> string_list(JsonObjectReader& r, const std::string& key
     if (!s.is_string() || s.get<std::string>().empty())
       throw JsonError(json_pointer_append(p, i), "expected a non-empty string");
     const std::string v = s.get<std::string>();
-    if (feature_names) {
-      bool any = false;
-      for (const FeatureInfo& f : all_features()) any = any || glob_match(v, f.name);
-      if (!any) throw JsonError(json_pointer_append(p, i), "'" + v + "' matches no feature (conformance/program/features.h)");
-    }
+    if (feature_names && !matches_some_feature(v))
+      throw JsonError(json_pointer_append(p, i), "'" + v + "' matches no feature (`lockstep features` lists them)");
     out.push_back(v);
   }
   return out;

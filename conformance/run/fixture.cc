@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/features.h"
+
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
@@ -78,16 +80,6 @@ const std::vector<FeatureTagInfo> kTags = {
     {"op:linear", "loss op linear"},
     {"op:embedding", "loss op embedding"},
 };
-
-bool any_nonfinite(const std::vector<double>& v) {
-  return std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
-}
-
-void walk_expr(const Expr& e, const std::function<void(const Expr&)>& visit) {
-  visit(e);
-  for (const ExprPtr& a : e.args)
-    if (a) walk_expr(*a, visit);
-}
 
 }  // namespace
 
