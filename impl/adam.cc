@@ -253,6 +253,7 @@ void Adam::step() {
   const bool decoupled_mutant = mutant_active(Mutant::AdamDecoupledDecay);  // mutants.h
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdamOptions& o = group_options(gi);
+    if (o.lr == 0 && mutant_active(Mutant::LrZeroGroupSkipped)) continue;  // mutants.h
     for (Tensor& p : param_groups()[gi].params) {
       Tensor grad = p.grad();
       if (active_mutant() != Mutant::None) grad = adam_detail::mutant_step_grad(p, grad);  // mutants.h

@@ -15,6 +15,7 @@ void AdamW::step() {
   const int64_t optimizer_step = adam_detail::mutant_optimizer_step(*this);  // mutants.h
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdamWOptions& o = group_options(gi);
+    if (o.lr == 0 && mutant_active(Mutant::LrZeroGroupSkipped)) continue;  // mutants.h
     for (Tensor& p : param_groups()[gi].params) {
       Tensor grad = p.grad();
       if (active_mutant() != Mutant::None) grad = adam_detail::mutant_step_grad(p, grad);  // mutants.h

@@ -56,6 +56,28 @@ enum class Mutant : uint8_t {
   AdamSkipZeroGrad,
   // parameter groups (SEM-7.1)
   GroupOptionsInheritDefaults,
+  // situations the generator reaches on purpose (issue 10): lr 0, retained graphs stepped and run again,
+  // 0-d grads sharing storage
+  LrZeroGroupSkipped,
+  ActivationGradRecomputed,
+  SumZeroDimGradCopied,
+  // op forward and backward formulas (SEM-2.1), each at one edge class of its inputs; kind "op": the
+  // fixture corpus must kill them offline too (lockstep mutants, replay path)
+  PowGradViaOutput,
+  PowNegativeBaseNan,
+  ReluGradAtZeroOne,
+  AbsGradAtZeroOne,
+  ReluNanToZero,
+  MulFlushesSubnormals,
+  SigmoidUnstable,
+  CrossEntropyUnshifted,
+  EmbeddingRepeatedIndexOverwrites,
+  BroadcastGradFirstElement,
+  MeanGradNotDivided,
+  MseGradMissingTwo,
+  TanhGradOneMinusY,
+  DivGradWrongSign,
+  LinearBiasGradFirstRow,
 };
 
 struct MutantInfo {
@@ -63,6 +85,9 @@ struct MutantInfo {
   const char* name;         // stable, snake_case: "zero_grad_noop"
   const char* description;  // one line: what the mutant does instead of the specified behaviour
   const char* semantics;    // the SEMANTICS section it breaks: "SEM-4.1"
+  const char* edge = "";    // op mutants: the edge class of the op's inputs that shows it ("zero", "large",
+                            // ...; "any" for a formula wrong everywhere); empty for the others
+  bool is_op() const { return edge[0] != '\0'; }
 };
 
 // Every mutant, Mutant::None excluded, in enum order.

@@ -116,6 +116,7 @@ SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults)
 void SGD::step() {
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const SGDOptions& o = group_options(gi);
+    if (o.lr == 0 && mutant_active(Mutant::LrZeroGroupSkipped)) continue;  // mutants.h
     const bool weight_decay_on = o.weight_decay != 0;
     const bool momentum_on = o.momentum != 0;
     const bool nesterov = momentum_on && o.nesterov;  // SEM-5.2: nesterov without momentum is ignored

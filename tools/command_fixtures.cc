@@ -3,6 +3,7 @@
 // Three parts, each a folder of one JSON file per fixture (conformance/run/fixture.h):
 //   corpus/cases/         every named case (conformance/cases), id = the case's id
 //   corpus/gradient_fed/  optimizer programs whose gradients are given directly (no autograd needed)
+//   corpus/ops/           every op at the edge points of its inputs (conformance/generate/op_edges.h)
 //   corpus/random/        seeded random programs, picked until every feature tag is covered; id = a hash of
 //                         the program, so an id is never reused for another program
 // Files no longer generated are removed from those folders. The coverage table between the markers
@@ -20,6 +21,7 @@
 #include "conformance/report/atomic_file.h"
 #include "conformance/run/fixture.h"
 #include "conformance/generate/generators.h"
+#include "conformance/generate/op_edges.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/run/named_case.h"
 #include "conformance/program/program_json.h"
@@ -36,7 +38,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 struct Generated {
-  std::string folder;  // "cases", "gradient_fed", "random"
+  std::string folder;  // "cases", "gradient_fed", "ops", "random"
   Fixture fixture;
 };
 
@@ -262,16 +264,17 @@ std::string coverage_table(const std::vector<Generated>& all) {
   for (const Generated& g : all)
     for (const std::string& t : g.fixture.tags) ++counts[t][g.folder];
   std::string out;
-  out += fmt::format("{} fixtures: {} named cases, {} gradient-fed, {} random.\n\n", all.size(),
-                     std::count_if(all.begin(), all.end(), [](const Generated& g) { return g.folder == "cases"; }),
-                     std::count_if(all.begin(), all.end(), [](const Generated& g) { return g.folder == "gradient_fed"; }),
-                     std::count_if(all.begin(), all.end(), [](const Generated& g) { return g.folder == "random"; }));
-  out += "| tag | meaning | cases | gradient_fed | random | total |\n|---|---|---:|---:|---:|---:|\n";
+  auto in_folder = [&](const char* folder) {
+    return std::count_if(all.begin(), all.end(), [&](const Generated& g) { return g.folder == folder; });
+  };
+  out += fmt::format("{} fixtures: {} named cases, {} gradient-fed, {} op edge points, {} random.\n\n", all.size(),
+                     in_folder("cases"), in_folder("gradient_fed"), in_folder("ops"), in_folder("random"));
+  out += "| tag | meaning | cases | gradient_fed | ops | random | total |\n|---|---|---:|---:|---:|---:|---:|\n";
   for (const FeatureTagInfo& t : all_feature_tags()) {
     auto& c = counts[t.tag];
-    int total = c["cases"] + c["gradient_fed"] + c["random"];
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {}{} |\n", t.tag, t.meaning, c["cases"], c["gradient_fed"],
-                       c["random"], total, total == 0 ? " (NOT COVERED)" : "");
+    int total = c["cases"] + c["gradient_fed"] + c["ops"] + c["random"];
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {}{} |\n", t.tag, t.meaning, c["cases"], c["gradient_fed"],
+                       c["ops"], c["random"], total, total == 0 ? " (NOT COVERED)" : "");
   }
   return out;
 }
@@ -342,7 +345,21 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     ++config_seed;
   }
 
-  // 3. Random programs, until every tag is covered `kTarget` times by random fixtures (or the budget ends).
+  // 3. Op edge points: every op at each edge class of its inputs (conformance/generate/op_edges.h).
+  for (OpEdgeProgram& e : op_edge_programs()) {
+    Fixture f;
+    f.id = e.id;
+    f.description = e.description;
+    f.program = std::move(e.program);
+    f.program_json = program_to_json(f.program);
+    f.expected = run_on_oracle(f.program);
+    f.tags = merge_tags(feature_tags(f.program, &f.expected), {"op_edge", "edge:" + e.edge});
+    f.semantics = {"SEM-2.5", "SEM-2.8", "SEM-2.9"};
+    f.provenance = provenance("op_edge");
+    all.push_back({"ops", std::move(f)});
+  }
+
+  // 4. Random programs, until every tag is covered `kTarget` times by random fixtures (or the budget ends).
   constexpr int kTarget = 2;
   std::map<std::string, int> random_count;
   std::set<std::string> vocabulary;
@@ -415,7 +432,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
       if (!in || old.str() != text) write_file_atomically(file.string(), text);
       written.insert(fs::weakly_canonical(file).string());
     }
-    for (const char* folder : {"cases", "gradient_fed", "random"}) {
+    for (const char* folder : {"cases", "gradient_fed", "ops", "random"}) {
       const fs::path dir = fs::path(out) / "corpus" / folder;
       if (!fs::is_directory(dir)) continue;
       for (const auto& e : fs::directory_iterator(dir))

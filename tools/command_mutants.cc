@@ -19,7 +19,9 @@
 #include "conformance/generate/generators.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/compare/expectations.h"
+#include "conformance/run/fixture.h"
 #include "conformance/run/named_case.h"
+#include "conformance/run/replay.h"
 #include "conformance/generate/shrink.h"
 #include "impl/mutants.h"
 #include "tools/commands.h"
@@ -122,6 +124,50 @@ struct KillRow {
 struct MutantRows {
   const impl::MutantInfo* info = nullptr;
   std::vector<KillRow> by_path;  // one per SuitePath, in order
+  std::optional<KillRow> replay; // the fixture corpus, when replayed
+};
+
+// The fixture corpus replayed in-process on each mutant (no oracle, no shrinking: a fixture is what it is).
+class ReplayKills {
+ public:
+  ReplayKills(std::vector<Fixture> fixtures, std::string driver)
+      : fixtures_(std::move(fixtures)), driver_(std::move(driver)) {
+    for (const Fixture& f : fixtures_)
+      clean_passes_.push_back(passes(f, ""));
+  }
+  size_t size() const { return fixtures_.size(); }
+
+  KillRow run(const impl::MutantInfo& info) {
+    KillRow row;
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < fixtures_.size(); ++i) {
+      ++row.programs_tried;
+      if (!clean_passes_[i]) continue;
+      ReplayCaseResult r = replay(fixtures_[i], info.name);
+      if (r.status == ReplayStatus::Passed) continue;
+      row.killed = true;
+      row.killer = fixtures_[i].id;
+      row.seconds_to_kill = seconds_since(t0);
+      row.failure = r.summary();
+      row.shrunk_size = describe(program_size(fixtures_[i].program));
+      row.reproduce = fmt::format("lockstep replay --engine {} --only {}",
+                                  shell_quote((driver_.empty() ? "lockstep-impl-driver" : driver_) + " --mutant " + info.name),
+                                  shell_quote(fixtures_[i].id));
+      return row;
+    }
+    row.seconds_to_kill = seconds_since(t0);
+    return row;
+  }
+
+ private:
+  ReplayCaseResult replay(const Fixture& f, const std::string& mutant) {
+    return replay_in_process(f, [&] { return make_engine("impl", mutant); }, ReplayConfig{});
+  }
+  bool passes(const Fixture& f, const std::string& mutant) { return replay(f, mutant).status == ReplayStatus::Passed; }
+
+  std::vector<Fixture> fixtures_;
+  std::string driver_;
+  std::vector<bool> clean_passes_;
 };
 
 class MutantsRun {
@@ -129,11 +175,12 @@ class MutantsRun {
   MutantsRun(const MutantsArgs& args, std::vector<NamedCase> cases, Expectations expectations, const SuitePath& path)
       : args_(args), cases_(std::move(cases)), expectations_(std::move(expectations)), path_(path),
         clean_(path.make("")) {
+    // The stream `lockstep run` draws with the same seed and max size at its defaults (every fourth program with
+    // NaN and +-Inf), so a kill at program i is a failure of the default run at --index i.
     GenOptions gen;
     gen.max_size = args.max_size;
-    plain_.emplace(args.seed, gen);
-    gen.special_values = true;
-    special_.emplace(args.seed, gen);
+    gen.special_values_every = RunArgs{}.special_values_every;
+    programs_.emplace(args.seed, gen);
   }
 
   // Empty when the path works; else why not (a driver that cannot start).
@@ -165,16 +212,15 @@ class MutantsRun {
 
     for (int64_t i = 0; i < args_.count; ++i) {
       ++row.programs_tried;
-      const bool special = is_special(i);
-      rc::Shrinkable<Program> shrinkable = (special ? *special_ : *plain_).at(static_cast<uint64_t>(i));
+      const bool special = programs_->special_values_at(static_cast<uint64_t>(i));
+      rc::Shrinkable<Program> shrinkable = programs_->at(static_cast<uint64_t>(i));
       const std::string id = fmt::format("random-{}", i);
       if (!is_unexplained_failure(id, run_program_case(*mutant, id, shrinkable.value(), expectations_), &expectations_))
         continue;
       if (!clean_passes_random(i, shrinkable.value())) continue;
       row.seconds_to_kill = seconds_since(t0);
       row.killer = id + (special ? " (special values)" : "");
-      row.reproduce = fmt::format("{} --seed {} --max-size {}{} --index {}", prefix, args_.seed, args_.max_size,
-                                  special ? " --special-values" : "", i);
+      row.reproduce = fmt::format("{} --seed {} --max-size {} --index {}", prefix, args_.seed, args_.max_size, i);
       row.allclose_original = allclose_verdict(shrinkable.value(), info.name);
       finish(row, shrinkable, id, *mutant, info.name);
       return row;
@@ -183,9 +229,6 @@ class MutantsRun {
   }
 
  private:
-  // Every fourth random program allows NaN and +-Inf (SEMANTICS §9), so a mutant that mishandles NaN dies.
-  static bool is_special(int64_t i) { return i % 4 == 3; }
-
   bool clean_passes_case(const NamedCase& c) {
     auto it = clean_cases_.find(c.id);
     if (it == clean_cases_.end())
@@ -231,7 +274,7 @@ class MutantsRun {
   Expectations expectations_;
   const SuitePath& path_;
   std::unique_ptr<TestedImplementation> clean_;
-  std::optional<RandomPrograms> plain_, special_;
+  std::optional<RandomPrograms> programs_;
   std::map<std::string, bool> clean_cases_;
   std::map<int64_t, bool> clean_random_;
 };
@@ -261,6 +304,30 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
                        paths[p].name == "driver" ? "through impl's protocol driver (free-running, error budget)"
                                                  : "in-process (lockstep)");
   out += ".\n\n";
+  // Programs to kill (named cases first, then random programs of the default run's stream) per path.
+  for (size_t p = 0; p < paths.size(); ++p) {
+    std::vector<int64_t> tried;
+    for (const MutantRows& m : rows)
+      if (m.by_path[p].killed) tried.push_back(m.by_path[p].programs_tried);
+    std::sort(tried.begin(), tried.end());
+    if (!tried.empty())
+      out += fmt::format("{}: median {} programs to kill (named cases count first), most {}.\n", paths[p].name,
+                         tried.size() % 2 ? tried[tried.size() / 2]
+                                          : (tried[tried.size() / 2 - 1] + tried[tried.size() / 2]) / 2,
+                         tried.back());
+  }
+  const bool with_replay = !rows.empty() && rows.front().replay.has_value();
+  if (with_replay) {
+    size_t ops = 0, ops_killed = 0, all_killed = 0;
+    for (const MutantRows& m : rows) {
+      all_killed += m.replay->killed;
+      ops += m.info->is_op();
+      ops_killed += m.info->is_op() && m.replay->killed;
+    }
+    out += fmt::format("replay (the fixture corpus alone, no LibTorch): {} of {} mutants killed; op mutants: {} of {}.\n",
+                       all_killed, rows.size(), ops_killed, ops);
+  }
+  out += "\n";
   out += fmt::format(
       "The allclose columns run a program to the end on the oracle and on the mutant, without "
       "re-synchronisation, and apply the usual hand-written check, allclose(rtol=1e-3, atol=5e-4) on the final "
@@ -270,14 +337,20 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
       caught_shrunk, killed.front(), caught_original);
   out += "| mutant | breaks |";
   for (const SuitePath& p : paths) out += fmt::format(" {0}: killed by | {0}: time (programs) |", p.name);
+  if (with_replay) out += " replay: killed by |";
   out += " shrunk program | allclose, shrunk | allclose, before shrinking |\n|---|---|";
   for (size_t p = 0; p < paths.size(); ++p) out += "---|---|";
+  if (with_replay) out += "---|";
   out += "---|---|---|\n";
   for (const MutantRows& m : rows) {
-    out += fmt::format("| `{}` | {} |", m.info->name, m.info->semantics);
+    out += fmt::format("| `{}` | {}{} |", m.info->name, m.info->semantics,
+                       m.info->is_op() ? fmt::format(" (op, {})", m.info->edge) : "");
     for (const KillRow& r : m.by_path)
       out += r.killed ? fmt::format(" `{}` | {:.2f} s ({}) |", r.killer, r.seconds_to_kill, r.programs_tried)
                       : fmt::format(" **survived** | ({}) |", r.programs_tried);
+    if (with_replay)
+      out += m.replay->killed ? fmt::format(" `{}` |", m.replay->killer)
+                              : m.info->is_op() ? std::string(" **survived** |") : std::string(" survived |");
     const KillRow& r = m.by_path.front();
     out += fmt::format(" {} | {} | {} |\n", r.killed ? r.shrunk_size : "-", r.killed ? verdict_text(r.allclose_shrunk) : "-",
                        r.killed ? verdict_text(r.allclose_original) : "-");
@@ -290,6 +363,8 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
       if (r.killed)
         out += fmt::format(" {}: {}. Reproduce: `{}`", paths[p].name, one_line(r.failure), r.reproduce);
     }
+    if (m.replay && m.replay->killed)
+      out += fmt::format(" replay: {}. Reproduce: `{}`", one_line(m.replay->failure), m.replay->reproduce);
     out += "\n";
   }
   return out;
@@ -327,6 +402,18 @@ std::string json_text(const MutantsArgs& args, const std::vector<SuitePath>& pat
       by_path[paths[p].name] = std::move(k);
     }
     m["paths"] = std::move(by_path);
+    if (mr.info->is_op()) m["edge"] = mr.info->edge;
+    if (mr.replay) {
+      nlohmann::ordered_json k;
+      k["killed"] = mr.replay->killed;
+      k["fixtures_run"] = mr.replay->programs_tried;
+      if (mr.replay->killed) {
+        k["killed_by"] = mr.replay->killer;
+        k["reproduce"] = mr.replay->reproduce;
+        k["first_difference"] = mr.replay->failure;
+      }
+      m["replay"] = std::move(k);
+    }
     list.push_back(std::move(m));
   }
   doc["mutants"] = std::move(list);
@@ -404,6 +491,15 @@ int command_mutants(const MutantsArgs& args) {
       return kExitInputError;
     }
   }
+  std::optional<ReplayKills> replay_kills;
+  if (args.replay) {
+    try {
+      replay_kills.emplace(load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir), driver);
+    } catch (const std::exception& e) {
+      std::cerr << "lockstep mutants: " << e.what() << "\n";
+      return kExitInputError;
+    }
+  }
   std::vector<MutantRows> rows;
   fmt::print("lockstep mutants: {} named cases, then up to {} random programs per mutant (seed {}, max size {}); "
              "paths: {}\n",
@@ -423,6 +519,15 @@ int command_mutants(const MutantsArgs& args) {
       std::fflush(stdout);
       mr.by_path.push_back(std::move(row));
     }
+    if (replay_kills) {
+      mr.replay = replay_kills->run(m);
+      if (mr.replay->killed)
+        fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s\n", m.name, "replay", mr.replay->killer,
+                   mr.replay->seconds_to_kill);
+      else
+        fmt::print("  {}  {:<36} {:<10} ({} fixtures)\n", m.is_op() ? "SURVIVED" : "survived", m.name, "replay",
+                   mr.replay->programs_tried);
+    }
     rows.push_back(std::move(mr));
   }
   const double total = seconds_since(t0);
@@ -439,9 +544,11 @@ int command_mutants(const MutantsArgs& args) {
       return kExitInputError;
     }
   }
-  for (const MutantRows& m : rows)
+  for (const MutantRows& m : rows) {
     for (const KillRow& r : m.by_path)
       if (!r.killed) return kExitDiscrepancies;
+    if (m.replay && m.info->is_op() && !m.replay->killed) return kExitDiscrepancies;  // op mutants die offline too
+  }
   return kExitOk;
 }
 

@@ -10,6 +10,11 @@
 // parameters, would have caught the mutant on the same program (shrunk, and before shrinking).
 //
 // Example:
+// With `replay` it also replays the fixture corpus on each mutant in-process (no oracle): the first fixture
+// that fails on the mutant and passes on clean impl kills it. Every op mutant (MutantInfo::is_op) must die
+// there, since an implementation without LibTorch has only the corpus.
+//
+// Example:
 //   MutantsArgs args;
 //   args.count = 100;
 //   int exit_code = command_mutants(args);   // 0 every mutant killed, 1 some survived, 2 usage error
@@ -21,7 +26,8 @@
 namespace lockstep::tools {
 
 struct MutantsArgs {
-  int64_t count = 2000;         // random programs per mutant, at most (the run stops at the first kill)
+  int64_t count = 10000;        // random programs per mutant, at most (the run stops at the first kill); the
+                                // default of `lockstep run --count`, so "killed" means "by the default run"
   uint64_t seed = 1;
   int max_size = 30;
   std::string report_dir = "."; // mutants-report.md and .json go here; empty: none
@@ -31,6 +37,8 @@ struct MutantsArgs {
   std::string cases_dir;        // empty: the shipped named cases
   std::string paths = "both";   // in-process (lockstep), driver (impl's protocol driver, --mutant), or both
   std::string impl_driver;      // empty: lockstep-impl-driver beside the lockstep binary
+  bool replay = true;           // also replay the fixture corpus on each mutant (op mutants must die there)
+  std::string fixtures_dir;     // empty: the shipped corpus
 };
 
 int command_mutants(const MutantsArgs& args);

@@ -221,7 +221,7 @@ int command_replay(const ReplayArgs& args) {
     LockstepResult counted;
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
     // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
-    count_case(scope, program_features(f.program), counted);
+    count_case(scope, f.program, program_features(f.program), counted);
     if (uses_zero_grad_default(original.program) && mine != recorder_none)
       for (AppliedRule& rule : scope.coverage.rules)
         if (rule.id == kZeroGradDefaultRule) ++rule.uses;

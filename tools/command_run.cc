@@ -132,7 +132,7 @@ int command_run(const RunArgs& args) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
-  if (!args.special_values) scope.not_generated.insert("special_values");
+  if (!args.special_values && args.special_values_every == 0) scope.not_generated.insert("special_values");
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep run: warning: " << w << "\n";
 
   RunReport report;
@@ -187,7 +187,7 @@ int command_run(const RunArgs& args) {
       }
       LockstepResult result = run_case(*subject, c, expectations);
       if (fatal()) return kExitInputError;
-      count_case(scope, features, result);
+      count_case(scope, c.program, features, result);
       if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
       CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
       if (r.status == CaseStatus::Passed) r.program.reset();
@@ -205,10 +205,13 @@ int command_run(const RunArgs& args) {
     GenOptions gen;
     gen.max_size = args.max_size;
     gen.special_values = args.special_values;
+    gen.special_values_every = args.special_values_every;
     if (!scope.scope->empty()) gen.scope = scope.scope;
     RandomPrograms programs(args.seed, gen);
     std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
                                             args.special_values ? " --special-values" : "");
+    if (!args.special_values && args.special_values_every != RunArgs{}.special_values_every)
+      random_prefix += fmt::format(" --special-values-every {}", args.special_values_every);
     const int64_t first = args.only_index >= 0 ? args.only_index : 0;
     const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
     Progress progress(end - first);
@@ -227,7 +230,7 @@ int command_run(const RunArgs& args) {
       const FieldMask mask = expectations.mask_for(id, &features);
       LockstepResult result = subject->run(id, program, mask);
       if (fatal()) return kExitInputError;
-      count_case(scope, features, result);
+      count_case(scope, program, features, result);
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i);
       CaseReport r = case_report(id, result, program, reproduce);
       if (r.status == CaseStatus::Failed) {

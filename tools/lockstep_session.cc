@@ -1,5 +1,7 @@
 #include "tools/lockstep_session.h"
 
+#include "conformance/program/coverage_cells.h"
+
 #include <chrono>
 
 #include <fmt/format.h>
@@ -93,13 +95,15 @@ bool in_scope(RunScope& s, const std::string& id, const std::set<std::string>& f
   return false;
 }
 
-void count_case(RunScope& s, const std::set<std::string>& features, const LockstepResult& result) {
+void count_case(RunScope& s, const Program& program, const std::set<std::string>& features,
+                const LockstepResult& result) {
   if (!result.skipped.empty()) {
     ++s.coverage.skipped;
     return;
   }
   ++s.coverage.tested;
   for (const std::string& f : features) ++s.coverage.exercised[f];
+  for (const std::string& cell : coverage_cells(program)) ++s.coverage.cells[cell];
   if (features.count("zero_grad_default"))
     for (AppliedRule& r : s.coverage.rules)
       if (r.id == kZeroGradDefaultRule) ++r.uses;

@@ -62,7 +62,8 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
 // left out and gives the reason.
 bool in_scope(RunScope& s, const std::string& id, const std::set<std::string>& features, std::string* why = nullptr);
 // Counts a case that ran (or was skipped by the implementation) in the coverage, by its program's features.
-void count_case(RunScope& s, const std::set<std::string>& features, const LockstepResult& result);
+void count_case(RunScope& s, const Program& program, const std::set<std::string>& features,
+                const LockstepResult& result);
 // At the end of a run: features in scope never exercised, how often each rule was used, unused expectations.
 void finish_coverage(RunScope& s, RunReport& report, const Expectations& expectations);
 

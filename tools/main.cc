@@ -42,7 +42,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--free-running", run_args.free_running,
                 "Do not re-synchronise after each action; report how the error grows");
-  run->add_flag("--special-values", run_args.special_values, "Allow NaN and +-Inf in random programs");
+  run->add_flag("--special-values", run_args.special_values, "Allow NaN and +-Inf in every random program");
+  run->add_option("--special-values-every", run_args.special_values_every,
+                  "Allow NaN and +-Inf in every n-th random program (index i with i % n == n - 1); 0: never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   run->add_option("--report-dir", run_args.report_dir, "Where the Markdown, JSON and JUnit reports go")
       ->capture_default_str();
   run->add_option("--case", run_args.only_case, "Run only this named case (to reproduce a failure)");
@@ -136,6 +140,9 @@ int main(int argc, char** argv) {
                       "free-running), or both")
       ->check(CLI::IsMember({"both", "in-process", "driver"}))
       ->capture_default_str();
+  mutants->add_flag("--no-replay", [&](int64_t) { mutants_args.replay = false; },
+                    "Do not replay the fixture corpus on each mutant");
+  mutants->add_option("--fixtures", mutants_args.fixtures_dir, "Fixture corpus to replay (default: the shipped one)");
   mutants->add_option("--impl-driver", mutants_args.impl_driver,
                       "lockstep-impl-driver to use for the driver path (default: beside this binary)");
 

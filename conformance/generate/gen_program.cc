@@ -243,7 +243,8 @@ class ExprBuilder {
   }
 
   ExprPtr elementwise_unary(DType dtype, const Shape& shape, int depth) {
-    switch (pick_.below(10)) {
+    const int k = pick_.below(12);
+    switch (k >= 10 ? 3 : k) {  // pow three times as often: five rows of the coverage table
       case 0: return unary(Op::Neg, expr(dtype, shape, depth - 1));
       case 1: {
         static const std::vector<double> factors = {2, 0.5, -1, 0.25, 3, -0.5, 1.5};
@@ -254,7 +255,9 @@ class ExprBuilder {
         static const std::vector<double> exponents = {2, 3, 1, 0, -1, 0.5, 1.5, -0.5};
         const double e = pick_.element(exponents);
         const bool needs_positive_base = e < 0 || e != static_cast<int>(e);
-        return pow_scalar(needs_positive_base ? positive(dtype, shape, depth - 1) : expr(dtype, shape, depth - 1), e);
+        if (needs_positive_base) return pow_scalar(positive(dtype, shape, depth - 1), e);
+        // A leaf base often: its raw values (exact zeros, tiny, large, NaN) reach pow's edge points.
+        return pow_scalar(pick_.chance(40) ? leaf(dtype, shape) : expr(dtype, shape, depth - 1), e);
       }
       case 4: return unary(Op::Exp, bounded(dtype, shape, depth - 1));
       case 5: return unary(Op::Log, positive(dtype, shape, depth - 1));
@@ -309,6 +312,10 @@ class ExprBuilder {
 const std::vector<double> kSgdLr = {0.1, 0.01, 0.5, 1.0, 0.05, 0.25, 0.001, 2.0};
 const std::vector<double> kAdamLr = {0.001, 0.01, 0.1, 0.5, 1.0, 0.05};
 
+// A learning rate from `list`, or now and then 0: a group with lr 0 still counts its steps and updates its
+// state (momentum buffer, moments), only the parameter stays (SEM-5.3, SEM-6.3).
+double pick_lr(Picker& pick, const std::vector<double>& list) { return pick.chance(7) ? 0.0 : pick.element(list); }
+
 // Unsets the options the scope excludes (features.h names them "sgd.momentum", ...) where they differ from
 // the option type's default, and a nesterov left without its momentum when invalid options are excluded.
 void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& options) {
@@ -352,7 +359,7 @@ OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_def
   OptimizerOptions o;
   if (kind == OptimizerKind::SGD) {
     // SGD has no default lr (SEM-5.1): validate() requires it in the defaults and in a group's options.
-    o.lr = pick.element(kSgdLr);
+    o.lr = pick_lr(pick, kSgdLr);
     if (pick.chance(50)) o.momentum = pick.element(std::vector<double>{0.9, 0.5, 0.99, 0.0});
     if (pick.chance(25)) o.dampening = pick.element(std::vector<double>{0.0, 0.1, 0.5});
     if (pick.chance(30)) {
@@ -371,7 +378,7 @@ OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_def
       }
     }
   } else {
-    if (pick.chance(70)) o.lr = pick.element(kAdamLr);
+    if (pick.chance(70)) o.lr = pick_lr(pick, kAdamLr);
     if (pick.chance(30))
       o.betas = pick.element(std::vector<std::pair<double, double>>{{0.9, 0.999}, {0.5, 0.9}, {0.0, 0.99}, {0.8, 0.0}});
     if (pick.chance(20)) o.eps = pick.element(std::vector<double>{1e-8, 1e-6, 1e-3, 0.0});
@@ -401,7 +408,7 @@ OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_default
 // A change for set_options: mostly an lr schedule (SEM-5.4, SEM-7.5), sometimes other fields.
 OptimizerOptions make_option_change(Picker& pick, OptimizerKind kind, const GenOptions& options) {
   OptimizerOptions change;
-  if (pick.chance(75)) change.lr = pick.element(kind == OptimizerKind::SGD ? kSgdLr : kAdamLr);
+  if (pick.chance(75)) change.lr = pick_lr(pick, kind == OptimizerKind::SGD ? kSgdLr : kAdamLr);
   if (!change.lr || pick.chance(30)) {
     OptimizerOptions other = make_options(pick, kind, false, options);
     if (kind == OptimizerKind::SGD) {
@@ -511,7 +518,7 @@ class ActionBuilder {
   }
 
   void episode() {
-    switch (pick_.weighted({34, 14, 8, 6, 8, 4, 6, 6, 4, 10})) {
+    switch (pick_.weighted({30, 12, 7, 5, 7, 4, 5, 5, 4, 14, 6, 4, 4, 4})) {
       case 0:  // the usual loop: zero_grad, forward, backward, step (SEM-4.4)
         if (pick_.chance(80)) zero_grad();
         forward();
@@ -588,6 +595,71 @@ class ActionBuilder {
       case 8:  // add_param_group, possibly with a parameter that already has state (SEM-7.4)
         add_param_group();
         break;
+      case 10: {  // a retained graph, stepped, then backpropagated again without a new forward (SEM-2.5, 2.8):
+                  // ops that save their output must use the forward's values, those that save a parameter see
+                  // the step's change
+        Action f = forward_action();
+        if (pick_.chance(60)) {
+          if (ExprPtr loss = activation_of_a_param()) {
+            f.loss = std::move(loss);
+            f.no_grad = false;
+            output_ = TypedShape{dtype_of_param(f.loss->args[0]->args[0]->name), {}};
+          }
+        }
+        push(f);
+        Action b = backward_action();
+        b.retain_graph = true;
+        push(b);
+        step();
+        Action again = backward_action();
+        if (pick_.chance(40)) again.retain_graph = true;
+        push(again);
+        if (pick_.chance(50)) step();
+        break;
+      }
+      case 11:  // zero_grad between two backwards of one graph (SEM-4.1, SEM-3.2)
+        forward();
+        {
+          Action b = backward_action();
+          b.retain_graph = true;
+          push(b);
+        }
+        zero_grad();
+        backward();
+        if (pick_.chance(50)) step();
+        break;
+      case 12:  // a held grad across set_to_none, then a new grad (SEM-4.2, SEM-3.1)
+        hold_grad();
+        {
+          Action z;
+          z.kind = ActionKind::ZeroGrad;
+          z.set_to_none = true;
+          push(z);
+        }
+        forward();
+        backward();
+        if (pick_.chance(50)) step();
+        break;
+      case 13:  // 0-d grads that share storage (SEM-3.1: sum over a 0-d input), accumulated again (SEM-3.2)
+        if (ExprPtr loss = sums_of_two_0d_params()) {
+          Action f;
+          f.kind = ActionKind::Forward;
+          f.loss = loss;
+          output_ = TypedShape{main_, {}};
+          push(f);
+          Action b = backward_action();
+          b.gradient.reset();
+          b.retain_graph = true;
+          push(b);
+          if (pick_.chance(50)) push(f);  // a new graph, or the retained one again
+          Action again = backward_action();
+          again.gradient.reset();
+          push(again);
+          if (pick_.chance(50)) step();
+        } else {
+          single();
+        }
+        break;
       default:
         single();
         break;
@@ -635,6 +707,39 @@ class ActionBuilder {
   }
 
   DType loss_dtype() { return secondary_ && pick_.chance(40) ? *secondary_ : main_; }
+
+  DType dtype_of_param(const std::string& name) const {
+    for (const auto& p : program_.params)
+      if (p.name == name) return p.dtype;
+    return main_;
+  }
+
+  // sum or mean of exp, tanh, sigmoid or relu applied directly to a parameter; null when none fits the scope.
+  ExprPtr activation_of_a_param() {
+    if (program_.params.empty()) return nullptr;
+    static const Op activations[] = {Op::Exp, Op::Tanh, Op::Sigmoid, Op::Relu};
+    const Op op = activations[pick_.below(4)];
+    const bool reduce_by_sum = pick_.chance(50);
+    if (!allowed(options_, std::string("op:") + op_name(op)) ||
+        !allowed(options_, reduce_by_sum ? "op:sum" : "op:mean"))
+      return nullptr;
+    ExprPtr a = unary(op, param(pick_.element(program_.params).name));
+    return reduce_by_sum ? sum(std::move(a)) : mean(std::move(a));
+  }
+
+  // add(sum(a), sum(b)) of two 0-d parameters of the main dtype (made when there are not two); null when the
+  // scope has no add or sum.
+  ExprPtr sums_of_two_0d_params() {
+    if (!allowed(options_, "op:add") || !allowed(options_, "op:sum")) return nullptr;
+    std::vector<std::string> scalars;
+    for (const auto& p : program_.params)
+      if (p.dtype == main_ && p.shape.empty()) scalars.push_back(p.name);
+    while (scalars.size() < 2) scalars.push_back(exprs_.add_param(main_, {}));
+    const size_t first = static_cast<size_t>(pick_.below(static_cast<int>(scalars.size())));
+    size_t second = static_cast<size_t>(pick_.below(static_cast<int>(scalars.size()) - 1));
+    if (second >= first) ++second;
+    return add(sum(param(scalars[first])), sum(param(scalars[second])));
+  }
 
   Action forward_action() {
     Action f;
@@ -880,8 +985,15 @@ int RandomPrograms::size_of(uint64_t i) const {
   return static_cast<int>(i % static_cast<uint64_t>(options_.max_size + 1));
 }
 
+bool RandomPrograms::special_values_at(uint64_t i) const {
+  const auto every = static_cast<uint64_t>(std::max(0, options_.special_values_every));
+  return options_.special_values || (every > 0 && i % every == every - 1);
+}
+
 rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
-  const rc::Gen<Program> gen = gen_program(options_);
+  GenOptions options = options_;
+  options.special_values = special_values_at(i);
+  const rc::Gen<Program> gen = gen_program(options);
   if (!options_.scope) return gen(rc::Random(mix(seed_, i)), size_of(i));
   const FeatureScope& scope = *options_.scope;
   auto in_scope = [kept_scope = options_.scope](const Program& p) {

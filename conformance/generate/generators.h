@@ -33,6 +33,10 @@ namespace lockstep {
 struct GenOptions {
   // NaN and +-Inf among parameter values, constants and explicit gradients (SEMANTICS §9 compares them).
   bool special_values = false;
+  // RandomPrograms only: besides, program i allows them when i % n == n - 1 (every n-th program; 0: none).
+  // `lockstep run` and `lockstep mutants` use 4 by default, so a default run meets NaN, +-Inf and the
+  // arithmetic on them without a flag.
+  int special_values_every = 0;
   // RapidCheck size cap, 0..100 (Debian's snapshot misbehaves above 100). A program's size scales the
   // number of actions, parameters and the expression depth.
   int max_size = 50;
@@ -96,6 +100,7 @@ class RandomPrograms {
   rc::Shrinkable<Program> at(uint64_t i) const;   // program i, without advancing
   uint64_t index() const { return index_; }
   int size_of(uint64_t i) const;                  // the RapidCheck size program i is generated with
+  bool special_values_at(uint64_t i) const;       // whether program i may hold NaN and +-Inf
 
  private:
   uint64_t seed_;

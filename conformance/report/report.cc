@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/coverage_cells.h"
 #include "conformance/program/features.h"
 #include "conformance/program/json_number.h"
 #include "conformance/program/program_json.h"
@@ -239,8 +240,36 @@ nlohmann::ordered_json coverage_to_json(const CoverageReport& c) {
   for (const auto& [feature, n] : c.exercised) exercised[feature] = n;
   j["exercised"] = std::move(exercised);
   j["not_exercised"] = c.not_exercised;
+  // The coverage tables: every cell that applies, with the number of tested programs that reached it.
+  nlohmann::ordered_json tables = nlohmann::ordered_json::object();
+  for (const CoverageTable& t : coverage_tables()) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::object();
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      nlohmann::ordered_json row = nlohmann::ordered_json::object();
+      for (size_t col = 0; col < t.columns.size(); ++col) {
+        if (!t.applies[r][col]) continue;
+        auto it = c.cells.find(coverage_cell_key(t.name, t.rows[r], t.columns[col]));
+        row[t.columns[col]] = it == c.cells.end() ? 0 : it->second;
+      }
+      rows[t.rows[r]] = std::move(row);
+    }
+    tables[t.name] = {{"meaning", t.meaning}, {"rows", std::move(rows)}};
+  }
+  j["cells"] = std::move(tables);
+  j["empty_cells"] = empty_coverage_cells(c.cells);
   if (!c.warnings.empty()) j["warnings"] = c.warnings;
   return j;
+}
+
+std::vector<std::string> empty_coverage_cells(const std::map<std::string, int64_t>& cells) {
+  std::vector<std::string> empty;
+  for (const CoverageTable& t : coverage_tables())
+    for (size_t r = 0; r < t.rows.size(); ++r)
+      for (size_t col = 0; col < t.columns.size(); ++col) {
+        const std::string key = coverage_cell_key(t.name, t.rows[r], t.columns[col]);
+        if (t.applies[r][col] && !cells.count(key)) empty.push_back(key);
+      }
+  return empty;
 }
 
 nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions& options) {

@@ -66,7 +66,15 @@ struct CoverageReport {
   int64_t skipped = 0;                          // cases the implementation declined
   int64_t out_of_scope = 0;                     // fixtures or named cases left out by the scope
   std::vector<std::pair<std::string, std::string>> left_out_cases;  // their ids and why
+  // Tested programs per coverage cell, "table|row|column" (conformance/program/coverage_cells.h).
+  std::map<std::string, int64_t> cells;
 };
+
+// The coverage tables (coverage_cells.h) filled from `cells`: Markdown, one table each, "-" where a cell does
+// not apply and **0** where nothing reached it; for the reports and the README.
+std::string coverage_cells_markdown(const std::map<std::string, int64_t>& cells);
+// The cells of coverage_tables() that apply and no program reached, as "table|row|column".
+std::vector<std::string> empty_coverage_cells(const std::map<std::string, int64_t>& cells);
 
 struct RunReport {
   std::string oracle_engine;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/coverage_cells.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
 
@@ -191,6 +192,37 @@ std::string coverage_markdown(const CoverageReport& c) {
     out += "\n\n";
   }
   for (const std::string& w : c.warnings) out += "Warning: " + cell(w) + "\n\n";
+  if (c.tested > 0) {
+    const size_t empty = empty_coverage_cells(c.cells).size();
+    out += fmt::format("<details><summary>Coverage cells: {} empty (tested programs per cell)</summary>\n\n", empty);
+    out += coverage_cells_markdown(c.cells);
+    out += "</details>\n\n";
+  }
+  return out;
+}
+
+std::string coverage_cells_markdown(const std::map<std::string, int64_t>& cells) {
+  std::string out;
+  for (const CoverageTable& t : coverage_tables()) {
+    out += fmt::format("**{}**: {}.\n\n|  |", t.name, t.meaning);
+    for (const std::string& c : t.columns) out += " " + cell(c) + " |";
+    out += "\n|---|";
+    for (size_t i = 0; i < t.columns.size(); ++i) out += "---:|";
+    out += "\n";
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      out += "| " + cell(t.rows[r]) + " |";
+      for (size_t col = 0; col < t.columns.size(); ++col) {
+        if (!t.applies[r][col]) {
+          out += " - |";
+          continue;
+        }
+        auto it = cells.find(coverage_cell_key(t.name, t.rows[r], t.columns[col]));
+        out += it == cells.end() ? " **0** |" : fmt::format(" {} |", it->second);
+      }
+      out += "\n";
+    }
+    out += "\n";
+  }
   return out;
 }
 

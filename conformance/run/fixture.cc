@@ -334,8 +334,9 @@ Fixture fixture_from_json(const json& doc, const std::string& file) {
                                   f.provenance.schema_version, kFixtureSchemaVersion));
     f.provenance.generator = p.string("generator");
     if (f.provenance.generator != "named_case" && f.provenance.generator != "random" &&
-        f.provenance.generator != "gradient_fed")
-      throw JsonError("/provenance/generator", "expected \"named_case\", \"random\" or \"gradient_fed\"");
+        f.provenance.generator != "gradient_fed" && f.provenance.generator != "op_edge")
+      throw JsonError("/provenance/generator",
+                      "expected \"named_case\", \"random\", \"gradient_fed\" or \"op_edge\"");
     if (p.has("source")) f.provenance.source = p.string("source");
     if (const json* s = p.optional("seed"))
       f.provenance.seed = static_cast<uint64_t>(index_from_json(*s, "/provenance/seed"));

@@ -1,0 +1,33 @@
+// The op edge corpus (fixtures/corpus/ops): for every op of the program model, one small program per dtype
+// and edge class of its inputs (coverage_cells.h: any, zero, negative, tiny, large, nonfinite; broadcast for
+// the binary ops, repeated_index for embedding and cross_entropy), so that replaying fixtures alone catches
+// an op's wrong forward or backward formula at the points where implementations get them wrong (SEMANTICS
+// §2.9) without LibTorch.
+//
+// Each program: parameters holding the edge values, a forward of the op itself (element-wise ops keep
+// their shape), a backward with an explicit, uneven gradient and retain_graph, an SGD step (lr 0.5), and a
+// second backward through the retained graph (ops that save their output must use the forward's values,
+// SEMANTICS §2.5, §2.8). `lockstep fixtures generate` runs them on the oracle.
+//
+// Example:
+//   for (const OpEdgeProgram& p : op_edge_programs()) ... p.id == "op-relu-zero-f32", p.program ...
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "conformance/program/program.h"
+
+namespace lockstep {
+
+struct OpEdgeProgram {
+  std::string id;           // "op-pow2-zero-f64"
+  std::string description;  // one line
+  std::string op;           // "pow^2", "relu", ... (the coverage table's row without the dtype)
+  std::string edge;         // "zero", ...
+  Program program;
+};
+
+std::vector<OpEdgeProgram> op_edge_programs();
+
+}  // namespace lockstep

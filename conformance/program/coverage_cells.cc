@@ -1,0 +1,547 @@
+// Coverage cells (coverage_cells.h): a forward evaluation for the op edge classes, and scans of the actions
+// and the optimizer for the other tables.
+#include "conformance/program/coverage_cells.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <map>
+
+#include "conformance/program/features.h"
+
+namespace lockstep {
+namespace {
+
+const std::vector<std::string> kEdges = {"any",   "zero",      "negative",       "tiny",
+                                         "large", "nonfinite", "repeated_index", "broadcast"};
+
+// The ops table's rows: every op but param and const, pow split by exponent.
+std::vector<std::string> op_row_names() {
+  std::vector<std::string> names;
+  for (int i = 0;; ++i) {
+    const auto op = static_cast<Op>(i);
+    const std::string name = op_name(op);
+    if (op == Op::Param || op == Op::Const) continue;
+    if (op == Op::Pow) {
+      for (const char* e : {"pow^0", "pow^1", "pow^2", "pow^3", "pow^other"}) names.push_back(e);
+    } else {
+      names.push_back(name);
+    }
+    if (op == Op::Embedding) break;
+  }
+  return names;
+}
+
+bool is_binary_elementwise(const std::string& op) { return op == "add" || op == "sub" || op == "mul" || op == "div"; }
+
+// Which edge classes an op's inputs can be generated in (gen_program.cc): the structural classes where they
+// apply; log, fractional and negative powers get positive inputs by construction (SEMANTICS keeps them
+// finite), exp bounded ones (tanh/sigmoid or a leaf), so negative and large inputs there come only with
+// special values or not at all.
+bool edge_applies(const std::string& op, const std::string& edge) {
+  if (edge == "repeated_index") return op == "embedding" || op == "cross_entropy";
+  if (edge == "broadcast") return is_binary_elementwise(op);
+  if (op == "log" || op == "pow^other") return edge != "negative" && edge != "large";
+  if (op == "exp") return edge != "large";
+  return true;
+}
+
+const std::vector<std::string> kActionRows = {"start",    "forward",     "backward",    "zero_grad", "set_grad_none",
+                                              "hold_grad", "step", "set_options", "add_param_group"};
+
+const std::vector<std::string> kOptionColumns = {"lr 0",     "lr > 0",    "weight_decay 0", "weight_decay > 0",
+                                                 "momentum 0", "momentum > 0", "dampening",  "nesterov",
+                                                 "amsgrad",  "beta1 0",   "beta2 0",        "eps 0",
+                                                 "invalid"};
+
+bool option_applies(const std::string& optimizer, const std::string& column) {
+  const bool sgd = optimizer == "sgd";
+  if (column == "momentum 0" || column == "momentum > 0" || column == "dampening" || column == "nesterov") return sgd;
+  if (column == "amsgrad" || column == "beta1 0" || column == "beta2 0" || column == "eps 0") return !sgd;
+  return true;
+}
+
+const std::vector<std::string> kGroupColumns = {
+    "one list",          "several groups",      "group options",  "partial group options",
+    "some not optimized", "duplicate in group", "param in two groups", "empty list",
+    "lr change",         "other option change", "change of a missing group", "add_param_group",
+    "added param already grouped"};
+
+const std::vector<std::string> kSituationColumns = {
+    "weight tying",
+    "unused param",
+    "no_grad forward",
+    "explicit gradient",
+    "retain_graph",
+    "create_graph",
+    "held across zero_grad",
+    "held across set_to_none",
+    "held across create_graph",
+    "0-d grads sharing storage, accumulated again",
+    "retained graph stepped, backward again",
+    "activation of a param, stepped, backward again",
+    "zero_grad between backwards",
+    "backward after step, no new forward",
+    "backward through a freed graph",
+    "step before any backward",
+};
+
+CoverageTable make_table(std::string name, std::string meaning, std::vector<std::string> rows,
+                         std::vector<std::string> columns, bool (*applies)(const std::string&, const std::string&)) {
+  CoverageTable t{std::move(name), std::move(meaning), std::move(rows), std::move(columns), {}};
+  for (const std::string& r : t.rows) {
+    std::vector<bool> row;
+    for (const std::string& c : t.columns) row.push_back(applies ? applies(r, c) : true);
+    t.applies.push_back(std::move(row));
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Forward evaluation in the dtype's precision, for the edge classes of each op's inputs.
+
+double in_dtype(double x, DType d) { return d == DType::Float32 ? static_cast<double>(static_cast<float>(x)) : x; }
+
+struct Evaluator {
+  const std::map<std::string, const ParamSpec*>& params;
+  std::set<std::string>& cells;
+
+  static std::string dtype_suffix(DType d) { return std::string(" ") + dtype_name(d); }
+
+  void classify(const std::string& row, const TensorValue& v) {
+    const double tiny = (v.dtype == DType::Float32 ? FLT_MIN : DBL_MIN) * 256;
+    for (double x : v.data) {
+      if (std::isnan(x) || std::isinf(x)) cells.insert(coverage_cell_key("ops", row, "nonfinite"));
+      else if (x == 0) cells.insert(coverage_cell_key("ops", row, "zero"));
+      else {
+        if (x < 0) cells.insert(coverage_cell_key("ops", row, "negative"));
+        if (std::abs(x) < tiny) cells.insert(coverage_cell_key("ops", row, "tiny"));
+        if (std::abs(x) >= 1048576.0) cells.insert(coverage_cell_key("ops", row, "large"));
+      }
+    }
+  }
+
+  static bool repeats(const std::vector<int64_t>& v) {
+    std::set<int64_t> seen;
+    for (int64_t i : v)
+      if (!seen.insert(i).second) return true;
+    return false;
+  }
+
+  static TensorValue make(DType d, Shape s, std::vector<double> data) {
+    TensorValue t;
+    t.dtype = d;
+    t.shape = std::move(s);
+    t.data = std::move(data);
+    for (double& x : t.data) x = in_dtype(x, d);
+    return t;
+  }
+
+  template <class F>
+  static TensorValue map(const TensorValue& a, F f) {
+    std::vector<double> out;
+    out.reserve(a.data.size());
+    for (double x : a.data) out.push_back(f(x));
+    return make(a.dtype, a.shape, std::move(out));
+  }
+
+  template <class F>
+  static TensorValue zip(const TensorValue& a, const TensorValue& b, F f) {
+    const bool a_small = a.data.size() < b.data.size();
+    const TensorValue& big = a_small ? b : a;
+    std::vector<double> out;
+    for (size_t i = 0; i < big.data.size(); ++i)
+      out.push_back(f(a.data[a.data.size() == big.data.size() ? i : 0], b.data[b.data.size() == big.data.size() ? i : 0]));
+    return make(a.dtype, big.shape, std::move(out));
+  }
+
+  static double sum_of(const std::vector<double>& v, DType d) {
+    double s = 0;
+    for (double x : v) s += x;
+    return in_dtype(s, d);
+  }
+
+  // The value of `e`; cells of every op node on the way. Throws std::runtime_error on a malformed node.
+  TensorValue eval(const Expr& e) {
+    if (e.op == Op::Param) {
+      auto it = params.find(e.name);
+      if (it == params.end()) throw std::runtime_error("unknown parameter");
+      return make(it->second->dtype, it->second->shape, it->second->values);
+    }
+    if (e.op == Op::Const) return e.constant;
+    std::vector<TensorValue> args;
+    for (const ExprPtr& a : e.args)
+      if (a) args.push_back(eval(*a));
+    if (args.empty()) throw std::runtime_error("no operands");
+    const TensorValue& a = args[0];
+    const DType d = a.dtype;
+    std::string row = op_name(e.op);
+    if (e.op == Op::Pow) {
+      const double p = e.scalar;
+      row = (p == 0 || p == 1 || p == 2 || p == 3) ? "pow^" + std::to_string(static_cast<int>(p)) : "pow^other";
+    }
+    row += dtype_suffix(d);
+    cells.insert(coverage_cell_key("ops", row, "any"));
+    for (const TensorValue& v : args) classify(row, v);
+    if (args.size() == 2 && is_binary_elementwise(op_name(e.op)) && args[0].shape != args[1].shape)
+      cells.insert(coverage_cell_key("ops", row, "broadcast"));
+    if ((e.op == Op::Embedding || e.op == Op::CrossEntropy) && repeats(e.indices))
+      cells.insert(coverage_cell_key("ops", row, "repeated_index"));
+
+    switch (e.op) {
+      case Op::Add: return zip(a, args.at(1), [](double x, double y) { return x + y; });
+      case Op::Sub: return zip(a, args.at(1), [](double x, double y) { return x - y; });
+      case Op::Mul: return zip(a, args.at(1), [](double x, double y) { return x * y; });
+      case Op::Div: return zip(a, args.at(1), [](double x, double y) { return x / y; });
+      case Op::Neg: return map(a, [](double x) { return -x; });
+      case Op::MulScalar: return map(a, [&](double x) { return x * in_dtype(e.scalar, d); });
+      case Op::Square: return map(a, [](double x) { return x * x; });
+      case Op::Pow: return map(a, [&](double x) { return std::pow(x, e.scalar); });
+      case Op::Exp: return map(a, [](double x) { return std::exp(x); });
+      case Op::Log: return map(a, [](double x) { return std::log(x); });
+      case Op::Tanh: return map(a, [](double x) { return std::tanh(x); });
+      case Op::Sigmoid: return map(a, [](double x) { return 1 / (1 + std::exp(-x)); });
+      case Op::Relu: return map(a, [](double x) { return std::isnan(x) || x > 0 ? x : 0.0; });
+      case Op::Abs: return map(a, [](double x) { return std::abs(x); });
+      case Op::Sum: return make(d, {}, {sum_of(a.data, d)});
+      case Op::Mean: return make(d, {}, {sum_of(a.data, d) / static_cast<double>(std::max<size_t>(1, a.data.size()))});
+      case Op::MseLoss: {
+        const TensorValue diff = zip(a, args.at(1), [](double x, double y) { return (x - y) * (x - y); });
+        return make(d, {}, {sum_of(diff.data, d) / static_cast<double>(std::max<size_t>(1, diff.data.size()))});
+      }
+      case Op::Matmul: {
+        const TensorValue& b = args.at(1);
+        if (a.shape.size() != 2 || b.shape.size() != 2) throw std::runtime_error("matmul rank");
+        const int64_t n = a.shape[0], k = a.shape[1], m = b.shape[1];
+        std::vector<double> out(static_cast<size_t>(n * m), 0.0);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < m; ++j)
+            for (int64_t p = 0; p < k; ++p) out[i * m + j] += a.data[i * k + p] * b.data[p * m + j];
+        return make(d, {n, m}, std::move(out));
+      }
+      case Op::Linear: {
+        const TensorValue& w = args.at(1);
+        if (a.shape.size() != 2 || w.shape.size() != 2) throw std::runtime_error("linear rank");
+        const int64_t n = a.shape[0], in = a.shape[1], out_f = w.shape[0];
+        std::vector<double> out(static_cast<size_t>(n * out_f), 0.0);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t o = 0; o < out_f; ++o) {
+            for (int64_t p = 0; p < in; ++p) out[i * out_f + o] += a.data[i * in + p] * w.data[o * in + p];
+            if (args.size() > 2) out[i * out_f + o] += args[2].data[o];
+          }
+        return make(d, {n, out_f}, std::move(out));
+      }
+      case Op::Embedding: {
+        if (a.shape.size() != 2) throw std::runtime_error("embedding rank");
+        const int64_t dim = a.shape[1];
+        std::vector<double> out;
+        for (int64_t i : e.indices)
+          for (int64_t c = 0; c < dim; ++c) out.push_back(a.data.at(static_cast<size_t>(i * dim + c)));
+        return make(d, {static_cast<int64_t>(e.indices.size()), dim}, std::move(out));
+      }
+      case Op::CrossEntropy: {
+        if (a.shape.size() != 2) throw std::runtime_error("cross_entropy rank");
+        const int64_t n = a.shape[0], c = a.shape[1];
+        double total = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          double max = a.data[i * c];
+          for (int64_t j = 1; j < c; ++j) max = std::max(max, a.data[i * c + j]);
+          double s = 0;
+          for (int64_t j = 0; j < c; ++j) s += std::exp(a.data[i * c + j] - max);
+          total -= a.data.at(static_cast<size_t>(i * c + e.indices.at(static_cast<size_t>(i)))) - max - std::log(s);
+        }
+        return make(d, {}, {total / static_cast<double>(std::max<int64_t>(1, n))});
+      }
+      default: throw std::runtime_error("op without a value");
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Optimizer options: the option type's defaults (SEMANTICS §5.1, §6.1, §6.4).
+
+struct Effective {
+  double lr = 0, weight_decay = 0, momentum = 0, dampening = 0, eps = 1e-8;
+  bool nesterov = false, amsgrad = false;
+  std::pair<double, double> betas{0.9, 0.999};
+};
+
+Effective with_type_defaults(OptimizerKind kind, const OptimizerOptions& o) {
+  Effective e;
+  e.lr = o.lr.value_or(kind == OptimizerKind::SGD ? 0.0 : 1e-3);
+  e.weight_decay = o.weight_decay.value_or(kind == OptimizerKind::AdamW ? 1e-2 : 0.0);
+  e.momentum = o.momentum.value_or(0);
+  e.dampening = o.dampening.value_or(0);
+  e.nesterov = o.nesterov.value_or(false);
+  e.eps = o.eps.value_or(1e-8);
+  e.amsgrad = o.amsgrad.value_or(false);
+  e.betas = o.betas.value_or(std::make_pair(0.9, 0.999));
+  return e;
+}
+
+// The option classes of `o` (complete: unset fields are the type's defaults; else only the fields given).
+void option_cells(OptimizerKind kind, const OptimizerOptions& o, bool complete, std::set<std::string>& cells) {
+  const std::string row = optimizer_name(kind);
+  auto add = [&](const char* column) { cells.insert(coverage_cell_key("options", row, column)); };
+  const Effective e = with_type_defaults(kind, o);
+  auto given = [&](const auto& field) { return complete || field.has_value(); };
+  if (given(o.lr) && (kind != OptimizerKind::SGD || o.lr)) add(e.lr == 0 ? "lr 0" : "lr > 0");
+  if (given(o.weight_decay)) add(e.weight_decay == 0 ? "weight_decay 0" : "weight_decay > 0");
+  bool invalid = e.lr < 0 || e.weight_decay < 0;
+  if (kind == OptimizerKind::SGD) {
+    if (given(o.momentum)) add(e.momentum == 0 ? "momentum 0" : "momentum > 0");
+    if (e.dampening != 0) add("dampening");
+    if (e.nesterov) add("nesterov");
+    invalid = invalid || e.momentum < 0 || (e.nesterov && (e.momentum <= 0 || e.dampening != 0));
+  } else {
+    if (e.amsgrad) add("amsgrad");
+    if (given(o.betas) && e.betas.first == 0) add("beta1 0");
+    if (given(o.betas) && e.betas.second == 0) add("beta2 0");
+    if (given(o.eps) && e.eps == 0) add("eps 0");
+    invalid = invalid || e.eps < 0 || e.betas.first < 0 || e.betas.first >= 1 || e.betas.second < 0 ||
+              e.betas.second >= 1;
+  }
+  if (invalid) add("invalid");
+}
+
+bool partial(const OptimizerOptions& o, OptimizerKind kind) {
+  if (kind == OptimizerKind::SGD) return !o.momentum || !o.dampening || !o.nesterov || !o.weight_decay;
+  return !o.lr || !o.betas || !o.eps || !o.weight_decay || !o.amsgrad;
+}
+
+void group_cells(const Program& p, std::set<std::string>& cells) {
+  if (!p.optimizer) return;
+  const OptimizerSpec& spec = *p.optimizer;
+  const std::string row = optimizer_name(spec.kind);
+  auto add = [&](const char* column) { cells.insert(coverage_cell_key("groups", row, column)); };
+  option_cells(spec.kind, spec.defaults, true, cells);
+  std::map<std::string, int> listed;
+  if (spec.groups.empty()) add("empty list");
+  else if (spec.groups.size() == 1 && !spec.groups[0].options) add("one list");
+  else if (spec.groups.size() > 1) add("several groups");
+  for (const ParamGroupSpec& g : spec.groups) {
+    std::set<std::string> in_group;
+    for (const std::string& n : g.params) {
+      if (!in_group.insert(n).second) add("duplicate in group");
+      ++listed[n];
+    }
+    if (g.options) {
+      add("group options");
+      if (partial(*g.options, spec.kind)) add("partial group options");
+      option_cells(spec.kind, *g.options, true, cells);
+    }
+  }
+  for (const auto& [name, count] : listed)
+    if (count > 1 && !std::any_of(spec.groups.begin(), spec.groups.end(), [&](const ParamGroupSpec& g) {
+          return std::count(g.params.begin(), g.params.end(), name) == count;
+        }))
+      add("param in two groups");
+  for (const ParamSpec& param : p.params)
+    if (!listed.count(param.name)) {
+      add("some not optimized");
+      break;
+    }
+  int groups = static_cast<int>(spec.groups.size());
+  for (const Action& a : p.actions) {
+    if (a.kind == ActionKind::SetOptions) {
+      if (a.group >= groups) add("change of a missing group");
+      if (a.options.lr) add("lr change");
+      OptimizerOptions others = a.options;
+      others.lr.reset();
+      if (!(others == OptimizerOptions{})) add("other option change");
+      option_cells(spec.kind, a.options, false, cells);
+    } else if (a.kind == ActionKind::AddParamGroup) {
+      add("add_param_group");
+      for (const std::string& n : a.new_group.params)
+        if (listed.count(n)) add("added param already grouped");
+      for (const std::string& n : a.new_group.params) ++listed[n];
+      if (a.new_group.options) option_cells(spec.kind, *a.new_group.options, true, cells);
+      ++groups;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sequences and aliasing.
+
+bool applies_activation_to_a_param(const Expr& e) {
+  bool found = false;
+  walk_expr(e, [&](const Expr& n) {
+    if ((n.op == Op::Exp || n.op == Op::Tanh || n.op == Op::Sigmoid || n.op == Op::Relu) && !n.args.empty() &&
+        n.args[0] && n.args[0]->op == Op::Param)
+      found = true;
+  });
+  return found;
+}
+
+// add(sum(P), sum(Q)) of two different 0-d parameters: their grads share one storage (SEMANTICS §3.1).
+bool sums_two_0d_params(const Expr& e, const std::map<std::string, const ParamSpec*>& params) {
+  auto scalar_param_under_sum = [&](const ExprPtr& s) -> std::string {
+    if (!s || s->op != Op::Sum || s->args.empty() || !s->args[0] || s->args[0]->op != Op::Param) return "";
+    auto it = params.find(s->args[0]->name);
+    return it != params.end() && it->second->shape.empty() ? it->first : "";
+  };
+  bool found = false;
+  walk_expr(e, [&](const Expr& n) {
+    if (n.op != Op::Add || n.args.size() != 2) return;
+    const std::string a = scalar_param_under_sum(n.args[0]), b = scalar_param_under_sum(n.args[1]);
+    if (!a.empty() && !b.empty() && a != b) found = true;
+  });
+  return found;
+}
+
+bool uses_a_param_twice(const Expr& e) {
+  std::map<std::string, int> uses;
+  walk_expr(e, [&](const Expr& n) {
+    if (n.op == Op::Param) ++uses[n.name];
+  });
+  return std::any_of(uses.begin(), uses.end(), [](const auto& u) { return u.second > 1; });
+}
+
+void situation_cells(const Program& p, const std::map<std::string, const ParamSpec*>& params,
+                     std::set<std::string>& cells) {
+  const std::string row = p.params.empty() ? "float32" : dtype_name(p.params.front().dtype);
+  auto add = [&](const char* column) { cells.insert(coverage_cell_key("situations", row, column)); };
+  std::set<std::string> used;
+  const Expr* output = nullptr;    // the held output's expression
+  bool output_retained = false;    // its graph survived the last backward
+  bool backward_since_forward = false, freed_since_forward = false;
+  bool stepped_since_backward = false, zeroed_since_backward = false, any_backward = false;
+  bool shared_0d_backward = false;  // a backward of add(sum(P), sum(Q)) happened: a later one accumulates
+  std::set<std::string> held, held_zeroed, held_none;
+  for (const Action& a : p.actions) {
+    switch (a.kind) {
+      case ActionKind::Forward: {
+        output = a.loss ? a.loss.get() : p.loss.get();
+        if (a.no_grad) add("no_grad forward");
+        if (output) {
+          walk_expr(*output, [&](const Expr& n) {
+            if (n.op == Op::Param) used.insert(n.name);
+          });
+          if (uses_a_param_twice(*output)) add("weight tying");
+        }
+        backward_since_forward = freed_since_forward = false;
+        break;
+      }
+      case ActionKind::Backward: {
+        if (a.gradient) add("explicit gradient");
+        const bool retain = a.retain_graph.value_or(a.create_graph);
+        if (retain) add("retain_graph");
+        if (a.create_graph) {
+          add("create_graph");
+          if (!held.empty()) add("held across create_graph");
+        }
+        if (backward_since_forward) {
+          if (freed_since_forward) add("backward through a freed graph");
+          if (stepped_since_backward) {
+            add("backward after step, no new forward");
+            if (output_retained) {
+              add("retained graph stepped, backward again");
+              if (output && applies_activation_to_a_param(*output)) add("activation of a param, stepped, backward again");
+            }
+          }
+          if (zeroed_since_backward) add("zero_grad between backwards");
+        }
+        if (shared_0d_backward) add("0-d grads sharing storage, accumulated again");
+        if (output && sums_two_0d_params(*output, params)) shared_0d_backward = true;
+        output_retained = retain;
+        if (!retain) freed_since_forward = true;
+        backward_since_forward = any_backward = true;
+        stepped_since_backward = zeroed_since_backward = false;
+        if (!held_zeroed.empty()) add("held across zero_grad");
+        if (!held_none.empty()) add("held across set_to_none");
+        held_zeroed.clear();
+        held_none.clear();
+        break;
+      }
+      case ActionKind::ZeroGrad:
+        zeroed_since_backward = true;
+        for (const std::string& h : held) (a.set_to_none.value_or(false) ? held_none : held_zeroed).insert(h);
+        break;
+      case ActionKind::SetGradNone:
+        for (const std::string& h : held) held_none.insert(h);
+        break;
+      case ActionKind::HoldGrad: held.insert(a.param); break;
+      case ActionKind::Step:
+        if (!any_backward) add("step before any backward");
+        stepped_since_backward = true;
+        break;
+      default: break;
+    }
+  }
+  for (const ParamSpec& param : p.params)
+    if (!used.count(param.name)) {
+      add("unused param");
+      break;
+    }
+}
+
+}  // namespace
+
+std::string coverage_cell_key(const std::string& table, const std::string& row, const std::string& column) {
+  return table + "|" + row + "|" + column;
+}
+
+const std::vector<CoverageTable>& coverage_tables() {
+  static const std::vector<CoverageTable> tables = [] {
+    std::vector<CoverageTable> t;
+    std::vector<std::string> op_rows;
+    for (const std::string& op : op_row_names())
+      for (const char* d : {"float32", "float64"}) op_rows.push_back(op + " " + d);
+    t.push_back(make_table("ops", "programs with the op (row) whose inputs held a value of the class (column) at "
+                           "the parameters' initial values", op_rows, kEdges,
+                           [](const std::string& r, const std::string& c) {
+                             return edge_applies(r.substr(0, r.rfind(' ')), c);
+                           }));
+    std::vector<std::string> action_columns(kActionRows.begin() + 1, kActionRows.end());
+    t.push_back(make_table("actions", "programs with the action (column) right after the action (row)", kActionRows,
+                           action_columns, nullptr));
+    t.push_back(make_table("options", "programs whose optimizer (row) was given an option of the class (column): "
+                           "defaults, groups, set_options, added groups", {"sgd", "adam", "adamw"}, kOptionColumns,
+                           option_applies));
+    t.push_back(make_table("groups", "programs whose optimizer (row) has the group structure (column)",
+                           {"sgd", "adam", "adamw"}, kGroupColumns, nullptr));
+    t.push_back(make_table("situations", "programs (by the first parameter's dtype) with the situation (column)",
+                           {"float32", "float64"}, kSituationColumns, nullptr));
+    return t;
+  }();
+  return tables;
+}
+
+std::set<std::string> coverage_cells(const Program& program) {
+  std::set<std::string> cells;
+  std::map<std::string, const ParamSpec*> params;
+  for (const ParamSpec& p : program.params) params[p.name] = &p;
+
+  // ops: each distinct expression once
+  Evaluator evaluator{params, cells};
+  std::set<const Expr*> seen;
+  auto evaluate = [&](const ExprPtr& e) {
+    if (!e || !seen.insert(e.get()).second) return;
+    try {
+      evaluator.eval(*e);
+    } catch (const std::exception&) {
+      // a malformed expression (validate() would reject it): no op cells beyond those already counted
+    }
+  };
+  bool program_loss_used = false;
+  for (const Action& a : program.actions)
+    if (a.kind == ActionKind::Forward) {
+      if (a.loss) evaluate(a.loss);
+      else program_loss_used = true;
+    }
+  if (program_loss_used) evaluate(program.loss);
+
+  // actions
+  std::string previous = "start";
+  for (const Action& a : program.actions) {
+    const std::string name = action_name(a.kind);
+    cells.insert(coverage_cell_key("actions", previous, name));
+    previous = name;
+  }
+  group_cells(program, cells);
+  situation_cells(program, params, cells);
+  return cells;
+}
+
+}  // namespace lockstep

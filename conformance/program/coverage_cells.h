@@ -1,0 +1,53 @@
+// What a program exercises, cell by cell: the coverage table of a run (README "Coverage of the default
+// run"). Coverage measured, not hoped for: a bug hides in a situation no program reaches, so every run
+// counts, per cell, how many of its programs reached it, and the table's empty cells are the places where a
+// run proves nothing.
+//
+// Five tables (coverage_tables() lists every row and column):
+//   ops         op x dtype (pow by exponent 0, 1, 2, 3, other) x edge class of its inputs: any, zero,
+//               negative, tiny (nonzero, below 256 times the smallest normal: subnormal or next to it), large
+//               (|x| >= 2^20), nonfinite (NaN, +-Inf), repeated_index (embedding rows, cross_entropy
+//               targets), broadcast (a 0-d operand of a binary op). Values are those of a forward evaluation
+//               (in the dtype's precision) at the parameters' initial values, the values a first forward sees.
+//   actions     previous action x action (the first action's previous one is "start").
+//   options     optimizer x option value class (lr 0, weight_decay 0 or not, momentum 0, dampening, nesterov,
+//               amsgrad, betas with a 0, eps 0, invalid), over the defaults, groups, set_options and added groups.
+//   groups      optimizer x group structure (one list, several groups, duplicates, a parameter in two groups,
+//               an empty list, lr changes, added groups, ...).
+//   situations  aliasing and sequences (held handles across zeroing, 0-d grads sharing storage, retained
+//               graphs stepped and backpropagated again, zero_grad between backwards, ...), by dtype of the
+//               program's first parameter.
+// A cell no program can be generated for (exp of a large value is inf, not a case of its own; broadcast only
+// for binary ops) is not in the tables: coverage_tables() holds only cells the generator can produce, so an
+// empty cell is a hole in the generator.
+//
+// Example:
+//   for (const std::string& key : coverage_cells(program)) ++counts[key];   // "ops|relu float32|zero"
+//   for (const CoverageTable& t : coverage_tables()) ...                       // the rows and columns to print
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "conformance/program/program.h"
+
+namespace lockstep {
+
+struct CoverageTable {
+  std::string name;                  // "ops", "actions", "options", "groups", "situations"
+  std::string meaning;               // one line for reports
+  std::vector<std::string> rows;     // "relu float32", "start", "sgd", ...
+  std::vector<std::string> columns;  // "zero", "backward", "lr 0", ...
+  // Whether row r, column c is a cell of the table (some cells do not apply: broadcast for a unary op).
+  std::vector<std::vector<bool>> applies;
+};
+
+const std::vector<CoverageTable>& coverage_tables();
+
+// "table|row|column" of every cell `program` exercises (each once, however often).
+std::set<std::string> coverage_cells(const Program& program);
+
+std::string coverage_cell_key(const std::string& table, const std::string& row, const std::string& column);
+
+}  // namespace lockstep
