@@ -61,7 +61,7 @@ enum class Mutant : uint8_t {
   LrZeroGroupSkipped,
   ActivationGradRecomputed,
   SumZeroDimGradCopied,
-  // op forward and backward formulas (SEM-2.1), each at one edge class of its inputs; kind "op": the
+  // op forward and backward formulas (SEM-2.11), each at one edge class of its inputs; kind "op": the
   // fixture corpus must kill them offline too (lockstep mutants, replay path)
   PowGradViaOutput,
   PowNegativeBaseNan,

@@ -143,7 +143,7 @@ Tensor square(const Tensor& a) {
 Tensor pow_scalar(const Tensor& a, double exponent) {
   detail::require_defined("pow_scalar", a);
   // Black-box (fixtures op-pow0.5-nonfinite-*, op-pow0.5-zero-*): a^0.5 is sqrt(a) and a^-0.5 is 1 / sqrt(a),
-  // so -inf gives NaN where std::pow gives +inf and +0 (SEM-2.9).
+  // so -inf gives NaN where std::pow gives +inf and +0 (SEM-2.11).
   Tensor out = map_unary(a, [exponent](auto x) {
     using T = decltype(x);
     if (exponent == 0.5) return std::sqrt(x);

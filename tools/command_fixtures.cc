@@ -354,7 +354,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     f.program_json = program_to_json(f.program);
     f.expected = run_on_oracle(f.program);
     f.tags = merge_tags(feature_tags(f.program, &f.expected), {"op_edge", "edge:" + e.edge});
-    f.semantics = {"SEM-2.5", "SEM-2.8", "SEM-2.9"};
+    f.semantics = {"SEM-2.5", "SEM-2.8", "SEM-2.11"};
     f.provenance = provenance("op_edge");
     all.push_back({"ops", std::move(f)});
   }

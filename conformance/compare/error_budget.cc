@@ -66,6 +66,23 @@ ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_for
     if (ge && ga) add_into(budget, deviation(ga->data, ge->data));
     b.fields[param + " → grad"] = std::move(budget);
   }
+  // SEM-3.1: two 0-d grads can share one storage (add(sum(p), sum(q)) of 0-d leaves), so a 0-d parameter the
+  // loss does not reach may still see its grad change with another's accumulation: it carries the largest
+  // budget of the reached 0-d grads (and its own deviation).
+  std::vector<double> aliased;
+  for (const auto& [param, contribution] : e.grad)
+    if (contribution.size() == 1)
+      if (const std::vector<double>* g = b.find(param + " → grad"); g && g->size() == 1)
+        aliased = {aliased.empty() ? (*g)[0] : std::max(aliased[0], (*g)[0])};
+  if (!aliased.empty())
+    for (const ParamObservation& p : expected_before.state.params) {
+      if (e.grad.count(p.name) || !p.grad.defined || p.grad.value.data.size() != 1) continue;
+      const TensorValue* ga = grad_of(actual_before.state, p.name);
+      if (!ga) continue;
+      std::vector<double> budget = aliased;
+      add_into(budget, deviation(ga->data, p.grad.value.data));
+      b.fields[p.name + " → grad"] = std::move(budget);
+    }
   for (const auto& [handle, param] : handle_param) {
     const std::vector<double>* g = b.find(param + " → grad");
     if (g) b.fields["handle " + handle + " → value"] = *g;

@@ -257,7 +257,7 @@ class ExprBuilder {
         const bool needs_positive_base = e < 0 || e != static_cast<int>(e);
         if (needs_positive_base) return pow_scalar(positive(dtype, shape, depth - 1), e);
         // A leaf base often: its raw values (exact zeros, tiny, large, NaN) reach pow's edge points.
-        return pow_scalar(pick_.chance(40) ? leaf(dtype, shape) : expr(dtype, shape, depth - 1), e);
+        return pow_scalar(pick_.chance(50) ? leaf(dtype, shape) : expr(dtype, shape, depth - 1), e);
       }
       case 4: return unary(Op::Exp, bounded(dtype, shape, depth - 1));
       case 5: return unary(Op::Log, positive(dtype, shape, depth - 1));
@@ -285,7 +285,8 @@ class ExprBuilder {
       case 1: return unary(Op::Exp, unary(Op::Tanh, expr(dtype, shape, depth)));
       case 2: return add(unary(Op::Abs, expr(dtype, shape, depth)), constant(filled(dtype, {}, 1)));
       case 3: return add(unary(Op::Square, expr(dtype, shape, depth)), constant(filled(dtype, shape, 0.5)));
-      case 4: return unary(Op::Abs, expr(dtype, shape, depth));  // may hit 0: log -> -inf, rarely
+      case 4:  // may hit 0 (log -> -inf) or a tiny value: a leaf's raw values often
+        return unary(Op::Abs, pick_.chance(50) ? leaf(dtype, shape) : expr(dtype, shape, depth));
       default: {
         TensorValue t = pick_(gen_tensor(dtype, shape, options_));
         for (double& v : t.data) v = std::abs(v) + 0.5;

@@ -59,7 +59,7 @@ rc::Gen<double> gen_value(DType dtype, const GenOptions& options) {
   rc::Gen<double> large = map(rc::gen::pair(integer_toward_zero(64), inRange<int>(20, 55)),
                               [](const std::pair<int, int>& me) { return std::ldexp(me.first, me.second); });
   std::initializer_list<std::pair<std::size_t, rc::Gen<double>>> finite_choices = {
-      {30, small_integer}, {30, quarter}, {38, magnitude}, {1, tiny}, {1, large}};
+      {29, small_integer}, {29, quarter}, {38, magnitude}, {2, tiny}, {2, large}};
   rc::Gen<double> finite = rc::gen::weightedOneOf<double>(finite_choices);
   rc::Gen<double> any = finite;
   if (options.special_values) {

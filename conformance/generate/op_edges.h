@@ -2,7 +2,7 @@
 // and edge class of its inputs (coverage_cells.h: any, zero, negative, tiny, large, nonfinite; broadcast for
 // the binary ops, repeated_index for embedding and cross_entropy), so that replaying fixtures alone catches
 // an op's wrong forward or backward formula at the points where implementations get them wrong (SEMANTICS
-// §2.9) without LibTorch.
+// §2.11) without LibTorch.
 //
 // Each program: parameters holding the edge values, a forward of the op itself (element-wise ops keep
 // their shape), a backward with an explicit, uneven gradient and retain_graph, an SGD step (lr 0.5), and a
