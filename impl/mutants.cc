@@ -76,7 +76,7 @@ const std::vector<MutantInfo>& mutant_catalogue() {
       {Mutant::SumZeroDimGradCopied, "sum_0d_grad_copied",
        "sum over a 0-d input passes a new storage on, so 0-d leaves fed by one add do not share their grad's "
        "storage as LibTorch's do (a later accumulation is seen by one of them only)",
-       "SEM-3.1"},
+       "SEM-3.7"},
       {Mutant::PowGradViaOutput, "pow_grad_via_output",
        "pow's grad is computed as exponent * out / a instead of exponent * a^(exponent-1): NaN at an exact 0 base",
        "SEM-2.11", "zero"},

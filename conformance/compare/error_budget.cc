@@ -66,7 +66,7 @@ ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_for
     if (ge && ga) add_into(budget, deviation(ga->data, ge->data));
     b.fields[param + " → grad"] = std::move(budget);
   }
-  // SEM-3.1: two 0-d grads can share one storage (add(sum(p), sum(q)) of 0-d leaves), so a 0-d parameter the
+  // SEM-3.7: two 0-d grads can share one storage (add(sum(p), sum(q)) of 0-d leaves), so a 0-d parameter the
   // loss does not reach may still see its grad change with another's accumulation: it carries the largest
   // budget of the reached 0-d grads (and its own deviation).
   std::vector<double> aliased;

@@ -2,6 +2,8 @@
 // sequences from a small model of the training loop. Generation is imperative (a Picker draws from an
 // rc::Random); shrinking is program-level and domain-aware (shrink.h), so every shrink is a valid program.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -641,7 +643,7 @@ class ActionBuilder {
         backward();
         if (pick_.chance(50)) step();
         break;
-      case 13:  // 0-d grads that share storage (SEM-3.1: sum over a 0-d input), accumulated again (SEM-3.2)
+      case 13:  // 0-d grads that share storage (SEM-3.7: sum over a 0-d input), accumulated again (SEM-3.2)
         if (ExprPtr loss = sums_of_two_0d_params()) {
           Action f;
           f.kind = ActionKind::Forward;
@@ -709,6 +711,40 @@ class ActionBuilder {
 
   DType loss_dtype() { return secondary_ && pick_.chance(40) ? *secondary_ : main_; }
 
+  // sum or mean of one element-wise unary op applied to a parameter whose initial values hold an edge value
+  // (exact zero, negative, tiny, large, and NaN/+-Inf where allowed): the op's edge points (the coverage
+  // table's ops rows, SEMANTICS §2.11), each reached a few dozen times in the default run, not by chance of
+  // depth. Null when the scope has none of these ops or there is no parameter.
+  ExprPtr spotlight() {
+    if (program_.params.empty()) return nullptr;
+    static const Op unary_ops[] = {Op::Neg, Op::MulScalar, Op::Square, Op::Pow, Op::Pow, Op::Pow,
+                                   Op::Exp, Op::Log,       Op::Tanh,   Op::Sigmoid, Op::Relu, Op::Abs};
+    const Op op = unary_ops[pick_.below(12)];
+    const bool reduce_by_sum = pick_.chance(50);
+    if (!allowed(options_, std::string("op:") + op_name(op)) || !allowed(options_, reduce_by_sum ? "op:sum" : "op:mean"))
+      return nullptr;
+    ParamSpec& target = program_.params[static_cast<size_t>(pick_.below(static_cast<int>(program_.params.size())))];
+    if (target.values.empty()) return nullptr;
+    const bool f32 = target.dtype == DType::Float32;
+    std::vector<double> edges = {0.0, -pick_.element(std::vector<double>{0.5, 2, 3.25}),
+                                 std::ldexp(1.0, f32 ? -130 : -1030), std::ldexp(3.0, pick_.between(20, 60))};
+    if (options_.special_values)
+      for (double v : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                       -std::numeric_limits<double>::infinity()})
+        edges.push_back(v);
+    double& slot = target.values[static_cast<size_t>(pick_.below(static_cast<int>(target.values.size())))];
+    slot = pick_.element(edges);
+    if (f32) slot = static_cast<double>(static_cast<float>(slot));
+    ExprPtr a = param(target.name);
+    ExprPtr applied;
+    switch (op) {
+      case Op::MulScalar: applied = mul_scalar(a, pick_.element(std::vector<double>{2, -0.5, 3})); break;
+      case Op::Pow: applied = pow_scalar(a, pick_.element(std::vector<double>{0, 1, 2, 3, 0.5, -1})); break;
+      default: applied = unary(op, a); break;
+    }
+    return reduce_by_sum ? sum(std::move(applied)) : mean(std::move(applied));
+  }
+
   DType dtype_of_param(const std::string& name) const {
     for (const auto& p : program_.params)
       if (p.name == name) return p.dtype;
@@ -747,6 +783,12 @@ class ActionBuilder {
     f.kind = ActionKind::Forward;
     if (program_.loss && pick_.chance(75)) {
       output_ = loss_shape_;
+    } else if (ExprPtr spot = pick_.chance(30) ? spotlight() : nullptr) {
+      f.loss = std::move(spot);
+      output_ = TypedShape{f.loss->args[0]->args[0]->op == Op::Param
+                               ? dtype_of_param(f.loss->args[0]->args[0]->name)
+                               : f.loss->args[0]->args[0]->constant.dtype,
+                           {}};
     } else {
       const DType dtype = loss_dtype();
       const Shape shape = pick_.chance(90) ? Shape{} : pick_(gen_shape());

@@ -418,20 +418,24 @@ std::set<std::string> referenced_params(const Program& p) {
   return names;
 }
 
-// A tensor's top-left block of `to` (every dim no larger than the old one).
-std::vector<double> block(const Shape& from, const Shape& to, const std::vector<double>& data) {
+// A tensor's top-left block of `to` (every dim no larger than the old one), or its bottom-right block
+// (`tail`): a value that makes a program fail may sit at either end.
+std::vector<double> block(const Shape& from, const Shape& to, const std::vector<double>& data, bool tail) {
   std::vector<double> out;
   if (to.empty()) {
-    if (!data.empty()) out.push_back(data[0]);
+    if (!data.empty()) out.push_back(tail ? data.back() : data[0]);
     return out;
   }
   if (to.size() == 1) {
-    for (int64_t i = 0; i < to[0] && i < static_cast<int64_t>(data.size()); ++i) out.push_back(data[i]);
+    const int64_t start = tail && !from.empty() ? std::max<int64_t>(0, from[0] - to[0]) : 0;
+    for (int64_t i = start; i < start + to[0] && i < static_cast<int64_t>(data.size()); ++i) out.push_back(data[i]);
     return out;
   }
+  const int64_t r0 = tail && from.size() == 2 ? std::max<int64_t>(0, from[0] - to[0]) : 0;
+  const int64_t c0 = tail && from.size() == 2 ? std::max<int64_t>(0, from[1] - to[1]) : 0;
   for (int64_t r = 0; r < to[0]; ++r)
     for (int64_t c = 0; c < to[1]; ++c) {
-      const size_t at = static_cast<size_t>(r * from[1] + c);
+      const size_t at = static_cast<size_t>((r0 + r) * from[1] + c0 + c);
       out.push_back(at < data.size() ? data[at] : 0.0);
     }
   return out;
@@ -444,13 +448,13 @@ Shape substitute(const Shape& s, int64_t from, int64_t to) {
   return out;
 }
 
-ExprPtr substitute_dim(const ExprPtr& e, int64_t from, int64_t to) {
+ExprPtr substitute_dim(const ExprPtr& e, int64_t from, int64_t to, bool tail) {
   if (!e) return e;
   auto c = copy_of(e);
-  for (auto& a : c->args) a = substitute_dim(a, from, to);
+  for (auto& a : c->args) a = substitute_dim(a, from, to, tail);
   if (c->op == Op::Const) {
     const Shape shape = substitute(c->constant.shape, from, to);
-    c->constant.data = block(c->constant.shape, shape, c->constant.data);
+    c->constant.data = block(c->constant.shape, shape, c->constant.data, tail);
     c->constant.shape = shape;
   }
   if ((c->op == Op::CrossEntropy || c->op == Op::Embedding) && static_cast<int64_t>(c->indices.size()) == from)
@@ -459,16 +463,17 @@ ExprPtr substitute_dim(const ExprPtr& e, int64_t from, int64_t to) {
 }
 
 // Every dimension of size `from` becomes `to`, across parameters, constants and index lists: equal dims
-// stay equal, so the program keeps fitting (indices are clamped by repair_program).
-Program substitute_dim(const Program& p, int64_t from, int64_t to) {
+// stay equal, so the program keeps fitting (indices are clamped by repair_program). Values keep the first
+// block, or the last one (`tail`).
+Program substitute_dim(const Program& p, int64_t from, int64_t to, bool tail = false) {
   Program q = p;
   for (auto& ps : q.params) {
     const Shape shape = substitute(ps.shape, from, to);
-    ps.values = block(ps.shape, shape, ps.values);
+    ps.values = block(ps.shape, shape, ps.values, tail);
     ps.shape = shape;
   }
-  q.loss = substitute_dim(q.loss, from, to);
-  for (auto& a : q.actions) a.loss = substitute_dim(a.loss, from, to);
+  q.loss = substitute_dim(q.loss, from, to, tail);
+  for (auto& a : q.actions) a.loss = substitute_dim(a.loss, from, to, tail);
   return q;
 }
 
@@ -583,6 +588,7 @@ class ProgramShrinkSeq {
             if (d <= 1) continue;
             out.push_back(substitute_dim(p, d, 1));
             if (d > 2) out.push_back(substitute_dim(p, d, d - 1));
+            out.push_back(substitute_dim(p, d, 1, /*tail=*/true));
           }
         }
         break;

@@ -374,7 +374,7 @@ bool applies_activation_to_a_param(const Expr& e) {
   return found;
 }
 
-// add(sum(P), sum(Q)) of two different 0-d parameters: their grads share one storage (SEMANTICS §3.1).
+// add(sum(P), sum(Q)) of two different 0-d parameters: their grads share one storage (SEMANTICS §3.7).
 bool sums_two_0d_params(const Expr& e, const std::map<std::string, const ParamSpec*>& params) {
   auto scalar_param_under_sum = [&](const ExprPtr& s) -> std::string {
     if (!s || s->op != Op::Sum || s->args.empty() || !s->args[0] || s->args[0]->op != Op::Param) return "";

@@ -639,7 +639,7 @@ class DoubleAccumulate : public VariantEngine {
                  if (b->grad.value.data.size() != sum.data.size()) continue;
                  for (size_t i = 0; i < sum.data.size(); ++i) sum.data[i] += b->grad.value.data[i];
                }
-               any |= round_into(sum, p.grad.value);
+               any |= round_into(sum, p.grad.value, /*near_only=*/true);
              }
              return any;
            });
@@ -650,16 +650,16 @@ class DoubleAccumulate : public VariantEngine {
   std::unique_ptr<Engine> shadow_;  // float64 twin of the held forward; null: none (impl's numbers stand)
 
   // `to`'s finite elements take `from`'s rounded to to's dtype where that is finite too (an overflow or a
-  // NaN in one precision only is not a rounding difference: impl's number stands), and within a few ULPs of
-  // impl's: farther is not rounding but a semantic the old + incoming model does not see (two 0-d grads on
-  // one storage, SEMANTICS §3.1, see each other's accumulation), and impl's number stands.
-  static bool round_into(const TensorValue& from, TensorValue& to) {
+  // NaN in one precision only is not a rounding difference: impl's number stands). With `near_only` (grads),
+  // only within a few ULPs of impl's: farther is not rounding but a semantic the old + incoming model does
+  // not see (two 0-d grads on one storage, SEMANTICS §3.7, see each other's accumulation).
+  static bool round_into(const TensorValue& from, TensorValue& to, bool near_only = false) {
     if (from.data.size() != to.data.size()) return false;
     bool any = false;
     for (size_t i = 0; i < to.data.size(); ++i) {
       const double r = round_to(from.data[i], to.dtype);
       if (!std::isfinite(r) || !std::isfinite(to.data[i]) || same_number(r, to.data[i])) continue;
-      if (std::fabs(r - to.data[i]) > 8 * ulp(to.data[i], to.dtype)) continue;
+      if (near_only && std::fabs(r - to.data[i]) > 8 * ulp(to.data[i], to.dtype)) continue;
       to.data[i] = r;
       any = true;
     }
