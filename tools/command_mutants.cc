@@ -130,8 +130,8 @@ struct MutantRows {
 // The fixture corpus replayed in-process on each mutant (no oracle, no shrinking: a fixture is what it is).
 class ReplayKills {
  public:
-  ReplayKills(std::vector<Fixture> fixtures, std::string driver)
-      : fixtures_(std::move(fixtures)), driver_(std::move(driver)) {
+  ReplayKills(std::vector<Fixture> fixtures, std::string driver, std::string fixtures_dir)
+      : fixtures_(std::move(fixtures)), driver_(std::move(driver)), fixtures_dir_(std::move(fixtures_dir)) {
     for (const Fixture& f : fixtures_)
       clean_passes_.push_back(passes(f, ""));
   }
@@ -150,7 +150,8 @@ class ReplayKills {
       row.seconds_to_kill = seconds_since(t0);
       row.failure = r.summary();
       row.shrunk_size = describe(program_size(fixtures_[i].program));
-      row.reproduce = fmt::format("lockstep replay --engine {} --only {}",
+      row.reproduce = fmt::format("lockstep replay{} --engine {} --only {}",
+                                  fixtures_dir_.empty() ? "" : " --fixtures " + shell_quote(fixtures_dir_),
                                   shell_quote((driver_.empty() ? "lockstep-impl-driver" : driver_) + " --mutant " + info.name),
                                   shell_quote(fixtures_[i].id));
       return row;
@@ -167,6 +168,7 @@ class ReplayKills {
 
   std::vector<Fixture> fixtures_;
   std::string driver_;
+  std::string fixtures_dir_;  // empty: the shipped corpus
   std::vector<bool> clean_passes_;
 };
 
@@ -494,7 +496,8 @@ int command_mutants(const MutantsArgs& args) {
   std::optional<ReplayKills> replay_kills;
   if (args.replay) {
     try {
-      replay_kills.emplace(load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir), driver);
+      replay_kills.emplace(load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir), driver,
+                           args.fixtures_dir);
     } catch (const std::exception& e) {
       std::cerr << "lockstep mutants: " << e.what() << "\n";
       return kExitInputError;

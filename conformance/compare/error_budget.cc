@@ -67,22 +67,31 @@ ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_for
     b.fields[param + " → grad"] = std::move(budget);
   }
   // SEM-3.7: two 0-d grads can share one storage (add(sum(p), sum(q)) of 0-d leaves), so a 0-d parameter the
-  // loss does not reach may still see its grad change with another's accumulation: it carries the largest
-  // budget of the reached 0-d grads (and its own deviation).
-  std::vector<double> aliased;
-  for (const auto& [param, contribution] : e.grad)
-    if (contribution.size() == 1)
-      if (const std::vector<double>* g = b.find(param + " → grad"); g && g->size() == 1)
-        aliased = {aliased.empty() ? (*g)[0] : std::max(aliased[0], (*g)[0])};
-  if (!aliased.empty())
+  // loss does not reach may still see its grad change with another's accumulation. When exactly one reached
+  // parameter is 0-d (the only possible partner), an unreached 0-d grad carries its own earlier deviation plus
+  // that partner's contribution deviation; otherwise no shift (the partner is unknown).
+  const std::string* partner = nullptr;
+  int reached_0d = 0;
+  for (const auto& [param, contribution] : e.grad) {
+    const ParamObservation* p = expected_before.state.param(param);
+    if (p && p->value.shape.empty()) {
+      ++reached_0d;
+      partner = &param;
+    }
+  }
+  auto partner_actual = partner ? a.grad.find(*partner) : a.grad.end();
+  if (reached_0d == 1 && partner_actual != a.grad.end()) {
+    auto it = partner_actual;
+    const std::vector<double> contribution_deviation = deviation(it->second, e.grad.at(*partner));
     for (const ParamObservation& p : expected_before.state.params) {
-      if (e.grad.count(p.name) || !p.grad.defined || p.grad.value.data.size() != 1) continue;
+      if (e.grad.count(p.name) || !p.value.shape.empty() || !p.grad.defined || p.grad.value.data.size() != 1) continue;
       const TensorValue* ga = grad_of(actual_before.state, p.name);
-      if (!ga) continue;
-      std::vector<double> budget = aliased;
-      add_into(budget, deviation(ga->data, p.grad.value.data));
+      if (!ga || ga->data.size() != 1 || contribution_deviation.size() != 1) continue;
+      std::vector<double> budget = deviation(ga->data, p.grad.value.data);
+      add_into(budget, contribution_deviation);
       b.fields[p.name + " → grad"] = std::move(budget);
     }
+  }
   for (const auto& [handle, param] : handle_param) {
     const std::vector<double>* g = b.find(param + " → grad");
     if (g) b.fields["handle " + handle + " → value"] = *g;

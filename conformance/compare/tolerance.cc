@@ -352,13 +352,12 @@ class ScaleTape {
         return;
       }
       case Op::CrossEntropy: {
+        const bool computed_logits = !e.args.empty() && e.args[0] && e.args[0]->op != Op::Param && e.args[0]->op != Op::Const;
         // loss_i = log z_i - (x[i, t_i] - mx_i), z_i = sum_j exp(x_ij - mx_i): the max is subtracted first
         // (SEMANTICS §2.11), so the local rounding is that of the shifted logit and of log z (each exp term's
         // relative error adds up to about `classes` ulps of 1), not of the raw logits: B_i = |x_it - mx_i| +
-        // |log z_i| + classes. Errors of the inputs propagate with d loss_i / d x_ij = softmax_ij - [j == t_i]
-        // (a one-class loss is exactly 0, whatever its logits). Raw magnitudes (|lse| + |x_it|) would let a
-        // wrong loss of 10^12 pass as rounding when logits reach 2^60 (found by the wrong-driver battery on
-        // op-cross-entropy-large-f32).
+        // |log z_i| + classes. Raw magnitudes (|lse| + |x_it|) would let a wrong loss of 10^12 pass as rounding
+        // when logits reach 2^60 (found by the wrong-driver battery on op-cross-entropy-large-f32).
         const Node& x = arg(n, 0);
         if (x.shape.size() != 2 || static_cast<int64_t>(e.indices.size()) != x.shape[0] || x.shape[0] == 0)
           throw CannotEvaluate{};
@@ -372,12 +371,15 @@ class ScaleTape {
           double z = 0;
           for (int64_t j = 0; j < classes; ++j) z += std::exp(x.v[i * classes + j] - mx);
           const double lse = mx + std::log(z);
+          // Errors of computed logits propagate (bounded by softmax_j B_j + B_t, which stays sound when the
+          // softmax saturates); logits that are parameters or constants are inputs, exact on both sides; a
+          // one-class row is exactly 0 whatever its logits.
           double spread = 0;
-          // A -inf logit's softmax is exactly 0 and carries no rounding: only finite scales count.
-          for (int64_t j = 0; j < classes; ++j) {
-            const double weight = std::fabs(std::exp(x.v[i * classes + j] - lse) - (j == t ? 1.0 : 0.0));
-            if (std::isfinite(x.b[i * classes + j])) spread += weight * x.b[i * classes + j];
-            else if (weight != 0) spread += x.b[i * classes + j];
+          if (classes > 1 && computed_logits) {
+            // A -inf logit's softmax is exactly 0 and carries no rounding: only finite scales count.
+            for (int64_t j = 0; j < classes; ++j)
+              if (std::isfinite(x.b[i * classes + j])) spread += std::exp(x.v[i * classes + j] - lse) * x.b[i * classes + j];
+            spread += x.b[i * classes + t];
           }
           v += lse - x.v[i * classes + t];
           b += std::fabs(x.v[i * classes + t] - mx) + std::fabs(std::log(z)) + static_cast<double>(classes) + spread;

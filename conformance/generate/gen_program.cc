@@ -645,6 +645,13 @@ class ActionBuilder {
         break;
       case 13:  // 0-d grads that share storage (SEM-3.7: sum over a 0-d input), accumulated again (SEM-3.2)
         if (ExprPtr loss = sums_of_two_0d_params()) {
+          // Both grads undefined first (they are then taken over from one storage), no create_graph.
+          for (const ExprPtr& term : loss->args) {
+            Action none;
+            none.kind = ActionKind::SetGradNone;
+            none.param = term->args[0]->name;
+            push(none);
+          }
           Action f;
           f.kind = ActionKind::Forward;
           f.loss = loss;
@@ -652,11 +659,13 @@ class ActionBuilder {
           push(f);
           Action b = backward_action();
           b.gradient.reset();
+          b.create_graph = false;
           b.retain_graph = true;
           push(b);
           if (pick_.chance(50)) push(f);  // a new graph, or the retained one again
           Action again = backward_action();
           again.gradient.reset();
+          again.create_graph = false;
           push(again);
           if (pick_.chance(50)) step();
         } else {
@@ -714,17 +723,21 @@ class ActionBuilder {
   // sum or mean of one element-wise unary op applied to a parameter whose initial values hold an edge value
   // (exact zero, negative, tiny, large, and NaN/+-Inf where allowed): the op's edge points (the coverage
   // table's ops rows, SEMANTICS §2.11), each reached a few dozen times in the default run, not by chance of
-  // depth. Null when the scope has none of these ops or there is no parameter.
+  // depth. The edge value goes into a new parameter (no earlier expression relies on its values: exp's
+  // bounded leaves, positive divisors). NaN and +-Inf are planted only where special values are allowed, but
+  // the other edges make them anyway (log 0, pow(0, -1), exp of 2^60): results, not inputs (SEMANTICS §9).
+  // Null when the scope has none of these ops.
   ExprPtr spotlight() {
-    if (program_.params.empty()) return nullptr;
     static const Op unary_ops[] = {Op::Neg, Op::MulScalar, Op::Square, Op::Pow, Op::Pow, Op::Pow,
                                    Op::Exp, Op::Log,       Op::Tanh,   Op::Sigmoid, Op::Relu, Op::Abs};
     const Op op = unary_ops[pick_.below(12)];
     const bool reduce_by_sum = pick_.chance(50);
     if (!allowed(options_, std::string("op:") + op_name(op)) || !allowed(options_, reduce_by_sum ? "op:sum" : "op:mean"))
       return nullptr;
-    ParamSpec& target = program_.params[static_cast<size_t>(pick_.below(static_cast<int>(program_.params.size())))];
-    if (target.values.empty()) return nullptr;
+    const DType dtype = loss_dtype();
+    const std::string name = exprs_.add_param(dtype, pick_.chance(30) ? Shape{} : pick_(gen_shape()));
+    ParamSpec& target = program_.params.back();
+    if (target.name != name || target.values.empty()) return nullptr;
     const bool f32 = target.dtype == DType::Float32;
     std::vector<double> edges = {0.0, -pick_.element(std::vector<double>{0.5, 2, 3.25}),
                                  std::ldexp(1.0, f32 ? -130 : -1030), std::ldexp(3.0, pick_.between(20, 60))};
@@ -735,7 +748,7 @@ class ActionBuilder {
     double& slot = target.values[static_cast<size_t>(pick_.below(static_cast<int>(target.values.size())))];
     slot = pick_.element(edges);
     if (f32) slot = static_cast<double>(static_cast<float>(slot));
-    ExprPtr a = param(target.name);
+    ExprPtr a = param(name);
     ExprPtr applied;
     switch (op) {
       case Op::MulScalar: applied = mul_scalar(a, pick_.element(std::vector<double>{2, -0.5, 3})); break;

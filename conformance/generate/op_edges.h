@@ -23,7 +23,7 @@ namespace lockstep {
 struct OpEdgeProgram {
   std::string id;           // "op-pow2-zero-f64"
   std::string description;  // one line
-  std::string op;           // "pow^2", "relu", ... (the coverage table's row without the dtype)
+  std::string op;           // "pow^2", "pow^0.5", "relu", ... (pow^0.5 and pow^-1 are the table's pow^other)
   std::string edge;         // "zero", ...
   Program program;
 };

@@ -457,8 +457,10 @@ ExprPtr substitute_dim(const ExprPtr& e, int64_t from, int64_t to, bool tail) {
     c->constant.data = block(c->constant.shape, shape, c->constant.data, tail);
     c->constant.shape = shape;
   }
-  if ((c->op == Op::CrossEntropy || c->op == Op::Embedding) && static_cast<int64_t>(c->indices.size()) == from)
-    c->indices.resize(static_cast<size_t>(to));
+  if ((c->op == Op::CrossEntropy || c->op == Op::Embedding) && static_cast<int64_t>(c->indices.size()) == from) {
+    if (tail) c->indices.erase(c->indices.begin(), c->indices.end() - to);  // the rows the tail block keeps
+    else c->indices.resize(static_cast<size_t>(to));
+  }
   return c;
 }
 

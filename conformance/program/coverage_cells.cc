@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "conformance/program/features.h"
 
@@ -100,7 +101,12 @@ CoverageTable make_table(std::string name, std::string meaning, std::vector<std:
 // ---------------------------------------------------------------------------------------------------------
 // Forward evaluation in the dtype's precision, for the edge classes of each op's inputs.
 
-double in_dtype(double x, DType d) { return d == DType::Float32 ? static_cast<double>(static_cast<float>(x)) : x; }
+// x in the dtype's precision; beyond float's range it is +-inf (a cast would be undefined behaviour).
+double in_dtype(double x, DType d) {
+  if (d != DType::Float32 || !std::isfinite(x)) return x;
+  if (std::fabs(x) > static_cast<double>(FLT_MAX)) return x > 0 ? HUGE_VAL : -HUGE_VAL;
+  return static_cast<double>(static_cast<float>(x));
+}
 
 struct Evaluator {
   const std::map<std::string, const ParamSpec*>& params;
@@ -147,6 +153,7 @@ struct Evaluator {
 
   template <class F>
   static TensorValue zip(const TensorValue& a, const TensorValue& b, F f) {
+    if (a.data.empty() || b.data.empty()) return make(a.dtype, a.data.empty() ? a.shape : b.shape, {});
     const bool a_small = a.data.size() < b.data.size();
     const TensorValue& big = a_small ? b : a;
     std::vector<double> out;
@@ -375,17 +382,26 @@ bool applies_activation_to_a_param(const Expr& e) {
 }
 
 // add(sum(P), sum(Q)) of two different 0-d parameters: their grads share one storage (SEMANTICS §3.7).
-bool sums_two_0d_params(const Expr& e, const std::map<std::string, const ParamSpec*>& params) {
+std::optional<std::pair<std::string, std::string>> sums_two_0d_params(
+    const Expr& e, const std::map<std::string, const ParamSpec*>& params) {
   auto scalar_param_under_sum = [&](const ExprPtr& s) -> std::string {
     if (!s || s->op != Op::Sum || s->args.empty() || !s->args[0] || s->args[0]->op != Op::Param) return "";
     auto it = params.find(s->args[0]->name);
     return it != params.end() && it->second->shape.empty() ? it->first : "";
   };
-  bool found = false;
+  std::optional<std::pair<std::string, std::string>> found;
   walk_expr(e, [&](const Expr& n) {
     if (n.op != Op::Add || n.args.size() != 2) return;
     const std::string a = scalar_param_under_sum(n.args[0]), b = scalar_param_under_sum(n.args[1]);
-    if (!a.empty() && !b.empty() && a != b) found = true;
+    if (!a.empty() && !b.empty() && a != b) found = std::make_pair(a, b);
+  });
+  return found;
+}
+
+bool uses(const Expr& e, const std::string& param) {
+  bool found = false;
+  walk_expr(e, [&](const Expr& n) {
+    if (n.op == Op::Param && n.name == param) found = true;
   });
   return found;
 }
@@ -407,7 +423,9 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
   bool output_retained = false;    // its graph survived the last backward
   bool backward_since_forward = false, freed_since_forward = false;
   bool stepped_since_backward = false, zeroed_since_backward = false, any_backward = false;
-  bool shared_0d_backward = false;  // a backward of add(sum(P), sum(Q)) happened: a later one accumulates
+  std::optional<std::pair<std::string, std::string>> shared_0d;  // two 0-d params whose grads share storage
+  std::set<std::string> defined;                                 // params whose grad is (probably) defined
+  bool stepped_since_forward = false;
   std::set<std::string> held, held_zeroed, held_none;
   for (const Action& a : p.actions) {
     switch (a.kind) {
@@ -420,7 +438,7 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
           });
           if (uses_a_param_twice(*output)) add("weight tying");
         }
-        backward_since_forward = freed_since_forward = false;
+        backward_since_forward = freed_since_forward = stepped_since_forward = false;
         break;
       }
       case ActionKind::Backward: {
@@ -431,10 +449,10 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
           add("create_graph");
           if (!held.empty()) add("held across create_graph");
         }
+        if (stepped_since_forward) add("backward after step, no new forward");
         if (backward_since_forward) {
           if (freed_since_forward) add("backward through a freed graph");
           if (stepped_since_backward) {
-            add("backward after step, no new forward");
             if (output_retained) {
               add("retained graph stepped, backward again");
               if (output && applies_activation_to_a_param(*output)) add("activation of a param, stepped, backward again");
@@ -442,8 +460,18 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
           }
           if (zeroed_since_backward) add("zero_grad between backwards");
         }
-        if (shared_0d_backward) add("0-d grads sharing storage, accumulated again");
-        if (output && sums_two_0d_params(*output, params)) shared_0d_backward = true;
+        // SEM-3.7: the grads share storage when both were undefined at a backward of add(sum(P), sum(Q))
+        // without create_graph; a later backward reaching either (without create_graph) accumulates into both.
+        if (a.create_graph) shared_0d.reset();
+        if (shared_0d && output && (uses(*output, shared_0d->first) || uses(*output, shared_0d->second)))
+          add("0-d grads sharing storage, accumulated again");
+        if (!a.create_graph && output)
+          if (auto pair = sums_two_0d_params(*output, params); pair && !defined.count(pair->first) && !defined.count(pair->second))
+            shared_0d = pair;
+        if (output)
+          walk_expr(*output, [&](const Expr& n) {
+            if (n.op == Op::Param) defined.insert(n.name);
+          });
         output_retained = retain;
         if (!retain) freed_since_forward = true;
         backward_since_forward = any_backward = true;
@@ -454,17 +482,27 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
         held_none.clear();
         break;
       }
-      case ActionKind::ZeroGrad:
+      case ActionKind::ZeroGrad:  // unset: the 1.13 default, zeroing in place (SEM-12.1)
         zeroed_since_backward = true;
-        for (const std::string& h : held) (a.set_to_none.value_or(false) ? held_none : held_zeroed).insert(h);
+        if (a.set_to_none.value_or(false)) {
+          held_none.insert(held.begin(), held.end());
+          held.clear();  // the handles no longer alias the grads
+          shared_0d.reset();
+          defined.clear();
+        } else {
+          held_zeroed.insert(held.begin(), held.end());
+        }
         break;
       case ActionKind::SetGradNone:
-        for (const std::string& h : held) held_none.insert(h);
+        if (held.erase(a.param)) held_none.insert(a.param);
+        if (shared_0d && (shared_0d->first == a.param || shared_0d->second == a.param)) shared_0d.reset();
+        defined.erase(a.param);
         break;
       case ActionKind::HoldGrad: held.insert(a.param); break;
       case ActionKind::Step:
         if (!any_backward) add("step before any backward");
         stepped_since_backward = true;
+        stepped_since_forward = true;
         break;
       default: break;
     }

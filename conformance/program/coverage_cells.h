@@ -17,9 +17,10 @@
 //   situations  aliasing and sequences (held handles across zeroing, 0-d grads sharing storage, retained
 //               graphs stepped and backpropagated again, zero_grad between backwards, ...), by dtype of the
 //               program's first parameter.
-// A cell no program can be generated for (exp of a large value is inf, not a case of its own; broadcast only
-// for binary ops) is not in the tables: coverage_tables() holds only cells the generator can produce, so an
-// empty cell is a hole in the generator.
+// A cell that does not apply (broadcast for a unary op, repeated_index but for embedding and cross_entropy)
+// or that the generator does not aim at (negative or large inputs of log and fractional powers, large inputs
+// of exp: NaN and inf by definition, reached only now and then) is not in the tables, so an empty cell of
+// coverage_tables() is a hole in the generator.
 //
 // Example:
 //   for (const std::string& key : coverage_cells(program)) ++counts[key];   // "ops|relu float32|zero"
