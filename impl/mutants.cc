@@ -81,7 +81,7 @@ const std::vector<MutantInfo>& mutant_catalogue() {
        "pow's grad is computed as exponent * out / a instead of exponent * a^(exponent-1): NaN at an exact 0 base",
        "SEM-2.11", "zero"},
       {Mutant::PowNegativeBaseNan, "pow_negative_base_nan",
-       "pow is computed as exp(exponent * log(a)): NaN for a negative base even with an integer exponent",
+       "pow is NaN for a negative base even with an integer exponent, as exp(exponent * log(a)) is",
        "SEM-2.11", "negative"},
       {Mutant::ReluGradAtZeroOne, "relu_grad_at_zero_one", "relu's grad at an input of exactly 0 is 1 instead of 0",
        "SEM-2.11", "zero"},

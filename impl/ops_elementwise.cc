@@ -1,6 +1,7 @@
 // Element-wise ops: forward and backward side by side (see ops.h). Shapes: a, b and the result are all
 // one shape, except that a 0-d operand is broadcast; its grad is then the sum (sum_to).
 #include <cmath>
+#include <limits>
 
 #include "impl/mutants.h"
 #include "impl/ops.h"
@@ -150,8 +151,11 @@ Tensor pow_scalar(const Tensor& a, double exponent) {
     if (exponent == -0.5) return T(1) / std::sqrt(x);
     return std::pow(x, static_cast<T>(exponent));
   });
-  if (mutant_active(Mutant::PowNegativeBaseNan))  // mutants.h: exp(p log a)
-    out = map_unary(a, [exponent](auto x) { return std::exp(static_cast<decltype(x)>(exponent) * std::log(x)); });
+  if (mutant_active(Mutant::PowNegativeBaseNan))  // mutants.h: NaN for a < 0, as exp(p log a) gives
+    out = map_unary(a, [exponent](auto x) {
+      using T = decltype(x);
+      return x < T(0) ? std::numeric_limits<T>::quiet_NaN() : std::pow(x, static_cast<T>(exponent));
+    });
   return record(out, "PowBackward", {a}, {a}, true, [exponent](const Node& self, const Tensor& g) {
     const Tensor& a = self.saved[0];
     if (exponent == 0.0) return std::vector<Tensor>{Tensor::zeros(a.dtype(), a.shape())};  // a^0 is constant

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,8 @@
 #include "conformance/generate/generators.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/compare/expectations.h"
+#include "conformance/program/coverage_cells.h"
+#include "conformance/program/glob.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/named_case.h"
 #include "conformance/run/replay.h"
@@ -119,7 +122,39 @@ struct KillRow {
   double seconds_to_kill = 0;   // from the mutant's start to the kill, shrinking excluded
   AllcloseVerdict allclose_shrunk = AllcloseVerdict::Missed;    // on the shrunk program
   AllcloseVerdict allclose_original = AllcloseVerdict::Missed;  // on the killing program before shrinking
+  std::set<std::string> shrunk_cells;  // the coverage cells the shrunk killing program reaches (coverage_cells.h)
 };
+
+// The coverage cell (a glob on "table|row|column", coverage_cells.h) that holds the situation a mutant is made
+// for: its killing program, shrunk, should reach it, which checks the coverage table's claims against the kill
+// table ("this situation is reached, and a bug that only shows there is caught"). Mutants wrong everywhere
+// (or whose situation is no single cell) have none.
+const char* situation_of(const std::string& mutant) {
+  static const std::map<std::string, const char*> situations = {
+      {"retain_graph_ignored", "situations|*|backward through a freed graph"},
+      {"accumulate_in_place_create_graph", "situations|*|create_graph"},
+      {"group_options_inherit_defaults", "groups|*|partial group options"},
+      {"lr_zero_group_skipped", "options|*|lr 0"},
+      {"activation_grad_recomputed", "situations|*|activation of a param, stepped, backward again"},
+      {"sum_0d_grad_copied", "situations|*|0-d grads sharing storage, accumulated again"},
+      {"pow_grad_via_output", "ops|pow^? *|zero"},
+      {"pow_negative_base_nan", "ops|pow^? *|negative"},
+      {"relu_grad_at_zero_one", "ops|relu *|zero"},
+      {"abs_grad_at_zero_one", "ops|abs *|zero"},
+      {"relu_nan_to_zero", "ops|relu *|nonfinite"},
+      {"mul_flushes_subnormals", "ops|*|tiny"},
+      {"sigmoid_unstable", "ops|sigmoid *|large"},
+      {"cross_entropy_unshifted", "ops|cross_entropy *|large"},
+      {"embedding_repeated_index_overwrites", "ops|embedding *|repeated_index"},
+      {"broadcast_grad_first_element", "ops|*|broadcast"},
+  };
+  auto it = situations.find(mutant);
+  return it == situations.end() ? "" : it->second;
+}
+
+bool reaches(const std::set<std::string>& cells, const std::string& glob) {
+  return std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return glob_match(glob, c); });
+}
 
 struct MutantRows {
   const impl::MutantInfo* info = nullptr;
@@ -266,6 +301,7 @@ class MutantsRun {
                        const std::string& mutant_name) {
     row.killed = true;
     row.shrunk_size = describe(program_size(program));
+    row.shrunk_cells = coverage_cells(program);
     row.failure = result.failure_summary();
     if (row.failure.empty()) row.failure = result.engine_failure;
     row.allclose_shrunk = allclose_verdict(program, mutant_name);
@@ -329,6 +365,18 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
     out += fmt::format("replay (the fixture corpus alone, no LibTorch): {} of {} mutants killed; op mutants: {} of {}.\n",
                        all_killed, rows.size(), ops_killed, ops);
   }
+  {
+    size_t with_situation = 0, reached = 0;
+    for (const MutantRows& m : rows) {
+      const std::string situation = situation_of(m.info->name);
+      if (situation.empty()) continue;
+      ++with_situation;
+      reached += m.by_path.front().killed && reaches(m.by_path.front().shrunk_cells, situation);
+    }
+    if (with_situation)
+      out += fmt::format("situations: {} of {} mutants made for one coverage cell were killed by a program that, shrunk, "
+                         "still reaches it.\n", reached, with_situation);
+  }
   out += "\n";
   out += fmt::format(
       "The allclose columns run a program to the end on the oracle and on the mutant, without "
@@ -340,10 +388,11 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
   out += "| mutant | breaks |";
   for (const SuitePath& p : paths) out += fmt::format(" {0}: killed by | {0}: time (programs) |", p.name);
   if (with_replay) out += " replay: killed by |";
+  out += " situation (coverage cell), reached by the shrunk killer |";
   out += " shrunk program | allclose, shrunk | allclose, before shrinking |\n|---|---|";
   for (size_t p = 0; p < paths.size(); ++p) out += "---|---|";
   if (with_replay) out += "---|";
-  out += "---|---|---|\n";
+  out += "---|---|---|---|\n";
   for (const MutantRows& m : rows) {
     out += fmt::format("| `{}` | {}{} |", m.info->name, m.info->semantics,
                        m.info->is_op() ? fmt::format(" (op, {})", m.info->edge) : "");
@@ -354,6 +403,10 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
       out += m.replay->killed ? fmt::format(" `{}` |", m.replay->killer)
                               : m.info->is_op() ? std::string(" **survived** |") : std::string(" survived |");
     const KillRow& r = m.by_path.front();
+    const std::string situation = situation_of(m.info->name);
+    out += situation.empty() ? " - |"
+                             : fmt::format(" `{}` {} |", situation,
+                                           !r.killed ? "-" : reaches(r.shrunk_cells, situation) ? "yes" : "**no**");
     out += fmt::format(" {} | {} | {} |\n", r.killed ? r.shrunk_size : "-", r.killed ? verdict_text(r.allclose_shrunk) : "-",
                        r.killed ? verdict_text(r.allclose_original) : "-");
   }
@@ -405,6 +458,10 @@ std::string json_text(const MutantsArgs& args, const std::vector<SuitePath>& pat
     }
     m["paths"] = std::move(by_path);
     if (mr.info->is_op()) m["edge"] = mr.info->edge;
+    if (const std::string situation = situation_of(mr.info->name); !situation.empty()) {
+      m["situation"] = situation;
+      m["situation_reached_by_shrunk_killer"] = mr.by_path.front().killed && reaches(mr.by_path.front().shrunk_cells, situation);
+    }
     if (mr.replay) {
       nlohmann::ordered_json k;
       k["killed"] = mr.replay->killed;

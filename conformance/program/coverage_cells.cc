@@ -114,15 +114,18 @@ struct Evaluator {
 
   static std::string dtype_suffix(DType d) { return std::string(" ") + dtype_name(d); }
 
-  void classify(const std::string& row, const TensorValue& v) {
+  // "large": |x| >= 2^20, or for the ops that exponentiate their input, beyond where exp overflows (88 in
+  // float32, 709 in float64): where a naive sigmoid or softmax turns into inf / inf.
+  void classify(const std::string& row, const TensorValue& v, bool exponentiates) {
     const double tiny = (v.dtype == DType::Float32 ? FLT_MIN : DBL_MIN) * 256;
+    const double large = exponentiates ? (v.dtype == DType::Float32 ? 88.0 : 709.0) : 1048576.0;
     for (double x : v.data) {
       if (std::isnan(x) || std::isinf(x)) cells.insert(coverage_cell_key("ops", row, "nonfinite"));
       else if (x == 0) cells.insert(coverage_cell_key("ops", row, "zero"));
       else {
         if (x < 0) cells.insert(coverage_cell_key("ops", row, "negative"));
         if (std::abs(x) < tiny) cells.insert(coverage_cell_key("ops", row, "tiny"));
-        if (std::abs(x) >= 1048576.0) cells.insert(coverage_cell_key("ops", row, "large"));
+        if (std::abs(x) >= large) cells.insert(coverage_cell_key("ops", row, "large"));
       }
     }
   }
@@ -189,7 +192,8 @@ struct Evaluator {
     }
     row += dtype_suffix(d);
     cells.insert(coverage_cell_key("ops", row, "any"));
-    for (const TensorValue& v : args) classify(row, v);
+    const bool exponentiates = e.op == Op::Exp || e.op == Op::Sigmoid || e.op == Op::Tanh || e.op == Op::CrossEntropy;
+    for (const TensorValue& v : args) classify(row, v, exponentiates);
     if (args.size() == 2 && is_binary_elementwise(op_name(e.op)) && args[0].shape != args[1].shape)
       cells.insert(coverage_cell_key("ops", row, "broadcast"));
     if ((e.op == Op::Embedding || e.op == Op::CrossEntropy) && repeats(e.indices))
