@@ -405,10 +405,18 @@ std::string read_text_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "cannot read the file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", std::string("cannot read the file: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read in chunks up to the limit: a device or a pipe without end (/dev/zero) is an error, not a hang.
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxInputFileBytes)
+      throw InputError(path, "", "the file is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
+                                     " MiB, the limit for program, fixture, case and expectation files");
+  }
   if (in.bad()) throw InputError(path, "", "cannot read the file");
-  return text.str();
+  return text;
 }
 
 Program read_program_file(const std::string& path, const ProgramLimits& limits) {

@@ -66,7 +66,9 @@ Program program_from_text(const std::string& text, const std::string& source, co
 // Reads a program file: program_from_text of its contents. Throws InputError.
 Program read_program_file(const std::string& path, const ProgramLimits& limits = {});
 
-// The whole contents of a file; InputError naming the file when it cannot be read (or is a directory).
+// The whole contents of a file; InputError naming the file when it cannot be read (or is a directory) or holds
+// more than kMaxInputFileBytes (64 MiB; /dev/zero ends there in a fraction of a second instead of never).
+inline constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
 std::string read_text_file(const std::string& path);
 
 // The document of a program; program_from_json(program_to_json(p)) == p field by field, bitwise on

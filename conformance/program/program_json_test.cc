@@ -478,5 +478,17 @@ TEST(ProgramJson, ZeroGradSetToNoneRoundTripsThreeWays) {
     "actions": [{"action": "zero_grad", "set_to_none": null}]})", "t.json"), InputError);
 }
 
+// Issue 14: `lockstep trace /dev/zero` read without bound; every reader (programs, fixtures, cases, expectations,
+// profiles) goes through read_text_file, which stops at 64 MiB with an error naming the file.
+TEST(ReadTextFile, EndlessInputIsAnErrorNamingTheFileNotAHang) {
+  try {
+    read_text_file("/dev/zero");
+    ADD_FAILURE() << "no error for /dev/zero";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "/dev/zero");
+    EXPECT_NE(std::string(e.what()).find("larger than 64 MiB"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace lockstep

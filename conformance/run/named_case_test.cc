@@ -105,6 +105,33 @@ TEST(NamedCaseWhen, BadConditionsAreReadErrorsNamingThePointer) {
   }
 }
 
+// Issue 14: a check pointer with an array index no record can have ("/records/99999999999999999999") ended
+// the run with an uncaught json out_of_range exception; it is a read error naming the file and the check.
+TEST(NamedCasePointers, ImpossibleArrayIndicesAreReadErrorsNamingTheCheck) {
+  for (const char* bad : {"/params/x/grad/values/99999999999999999999", "/params/x/grad/values/18446744073709551616",
+                          "/params/x/grad/values/12345678"}) {
+    json checks = json::array({{{"after", 1}, {"pointer", "/params/x/grad/values"}, {"equals", {2, 4, 6}}},
+                               {{"after", 1}, {"pointer", bad}, {"equals", 2}}});
+    const std::string path = write_case("named_case_test_index.json", case_with_checks(checks));
+    try {
+      read_case_file(path);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), path);
+      EXPECT_EQ(e.pointer(), "/checks/1/pointer") << e.what();
+    }
+    std::remove(path.c_str());
+  }
+  // A large but possible index is read, and at check time it is simply absent.
+  json checks = json::array({{{"after", 1}, {"pointer", "/params/x/grad/values/1048575"}, {"equals", 2}}});
+  NamedCase c = read_case(case_with_checks(checks));
+  auto engine = make_impl_engine();
+  const Trace trace = run_program(c.program, *engine);
+  const std::vector<std::string> failures = check_case(c, trace, "1.13.1");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures[0].find("missing"), std::string::npos) << failures[0];
+}
+
 // An empty condition is as unreadable as any other: a read error naming its pointer, like "2.0" above.
 TEST(NamedCaseWhen, EmptyConditionIsAReadError) {
   json checks = json::parse(
