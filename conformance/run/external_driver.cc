@@ -180,6 +180,11 @@ std::string ExternalDriver::reap() {
       if (WIFEXITED(status)) {
         last_exit_status_ = WEXITSTATUS(status);
         what = fmt::format("exited with status {}", WEXITSTATUS(status));
+        // A shell that did not exec the command reports a command killed by signal N as status 128 + N.
+        const int code = WEXITSTATUS(status);
+        if (code > 128 && code < 128 + 65)
+          what += fmt::format(" (a shell's report of signal {}, {}: the command was killed by it)", code - 128,
+                              strsignal(code - 128));
       } else if (WIFSIGNALED(status)) {
         what = fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
       }

@@ -67,6 +67,16 @@ TEST(ExternalDriver, AnswersLineByLineWithOneProcess) {
   EXPECT_EQ(d.starts(), 1);
 }
 
+// Issue 14: a command killed by a signal under a shell that did not exec it showed only "exited with status
+// 139"; the signal is named.
+TEST(ExternalDriver, ShellStatusOfAKilledCommandNamesTheSignal) {
+  ExternalDriver d(with_hello("read l; sh -c 'kill -SEGV $$'; exit $?"), quick());
+  DriverReply r = d.request("a");
+  EXPECT_EQ(r.status, Status::Exited);
+  EXPECT_NE(r.detail.find("exited with status 139"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("signal 11"), std::string::npos) << r.detail;
+}
+
 TEST(ExternalDriver, CrashIsAFailureNamingTheExitStatusAndTheNextRequestRestarts) {
   ExternalDriver d(with_hello("read l; echo 'dying' >&2; exit 3"), quick());
   DriverReply r = d.request("a");
