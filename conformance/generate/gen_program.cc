@@ -606,13 +606,11 @@ class ActionBuilder {
           if (ExprPtr loss = activation_of_a_param()) {
             f.loss = std::move(loss);
             f.no_grad = false;
-            output_ = TypedShape{dtype_of_param(f.loss->args[0]->args[0]->name), {}};
+            output_ = infer_shape(*f.loss, program_.params, "");
           }
         }
         push(f);
-        Action b = backward_action();
-        b.retain_graph = true;
-        push(b);
+        retained_backward();
         step();
         Action again = backward_action();
         if (pick_.chance(40)) again.retain_graph = true;
@@ -622,11 +620,7 @@ class ActionBuilder {
       }
       case 11:  // zero_grad between two backwards of one graph (SEM-4.1, SEM-3.2)
         forward();
-        {
-          Action b = backward_action();
-          b.retain_graph = true;
-          push(b);
-        }
+        retained_backward();
         zero_grad();
         backward();
         if (pick_.chance(50)) step();
@@ -758,12 +752,6 @@ class ActionBuilder {
     return reduce_by_sum ? sum(std::move(applied)) : mean(std::move(applied));
   }
 
-  DType dtype_of_param(const std::string& name) const {
-    for (const auto& p : program_.params)
-      if (p.name == name) return p.dtype;
-    return main_;
-  }
-
   // sum or mean of exp, tanh, sigmoid or relu applied directly to a parameter; null when none fits the scope.
   ExprPtr activation_of_a_param() {
     if (program_.params.empty()) return nullptr;
@@ -798,10 +786,7 @@ class ActionBuilder {
       output_ = loss_shape_;
     } else if (ExprPtr spot = pick_.chance(30) ? spotlight() : nullptr) {
       f.loss = std::move(spot);
-      output_ = TypedShape{f.loss->args[0]->args[0]->op == Op::Param
-                               ? dtype_of_param(f.loss->args[0]->args[0]->name)
-                               : f.loss->args[0]->args[0]->constant.dtype,
-                           {}};
+      output_ = infer_shape(*f.loss, program_.params, "");
     } else {
       const DType dtype = loss_dtype();
       const Shape shape = pick_.chance(90) ? Shape{} : pick_(gen_shape());
@@ -831,6 +816,11 @@ class ActionBuilder {
     return b;
   }
   void backward() { push(backward_action()); }
+  void retained_backward() {
+    Action b = backward_action();
+    b.retain_graph = true;
+    push(b);
+  }
 
   void zero_grad() {
     Action z;
