@@ -17,6 +17,7 @@
 #include "conformance/run/replay.h"
 #include "conformance/run/capabilities.h"
 #include "conformance/run/zero_grad_default.h"
+#include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/report/report.h"
@@ -61,6 +62,9 @@ RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std:
     c.result.failed_action_name = r.failed_action_name;
     c.result.differences = r.differences;
     c.result.masked = r.masked;
+    c.areas = r.areas;
+    // The error per record of a case that did not pass (the report's drift table, the matrix's plot).
+    if (r.status != ReplayStatus::Passed && r.status != ReplayStatus::Skipped) c.result.growth = r.growth;
     c.result.passed = r.status == ReplayStatus::Passed;
     if (r.differences.empty() && !r.failure.empty())
       c.result.engine_failure = r.failure + (r.stderr_excerpt.empty() ? "" : "\nstderr:\n" + r.stderr_excerpt);
@@ -203,7 +207,7 @@ int command_replay(const ReplayArgs& args) {
     if (!selected(original)) continue;
     ++matched;
     std::string why;
-    if (!in_scope(scope, original.id, program_features(original.program), &why)) {
+    if (!in_scope(scope, original.id, original.program, program_features(original.program), &why)) {
       if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
       continue;
     }
@@ -217,6 +221,7 @@ int command_replay(const ReplayArgs& args) {
       return mine != recorder_none ? with_zero_grad_default(std::move(e), recorder_none) : std::move(e);
     };
     ReplayCaseResult r = builtin ? replay_in_process(f, engine, config) : replay_on_driver(f, *driver, config);
+    r.areas = feature_areas(original.program);
     if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
     LockstepResult counted;
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;

@@ -25,6 +25,7 @@
 #include "conformance/run/tested_implementation.h"
 #include "conformance/run/zero_grad_default.h"
 #include "conformance/run/named_case.h"
+#include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
@@ -181,7 +182,7 @@ int command_run(const RunArgs& args) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
       std::string why;
       const std::set<std::string> features = program_features(c.program);
-      if (!in_scope(scope, c.id, features, &why)) {
+      if (!in_scope(scope, c.id, c.program, features, &why)) {
         if (!args.only_case.empty()) fmt::print("  left out {}: {}\n", c.id, why);
         continue;
       }
@@ -190,6 +191,7 @@ int command_run(const RunArgs& args) {
       count_case(scope, c.program, features, result);
       if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
       CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
+      r.areas = feature_areas(c.program);
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);
       if (r.status != CaseStatus::Passed)
@@ -266,6 +268,7 @@ int command_run(const RunArgs& args) {
       } else {
         r.program.reset();
       }
+      r.areas = feature_areas(program);
       random.add(r.status);
       report.cases.push_back(std::move(r));
       progress.show(i - first + 1, random);
@@ -280,7 +283,7 @@ int command_run(const RunArgs& args) {
   finish_coverage(scope, report, expectations);
   if (report.cases.empty() && scope.coverage.out_of_scope > 0) {
     std::cerr << "lockstep run: nothing was tested: every selected case is out of scope (";
-    for (const auto& [id, why] : scope.coverage.left_out_cases) std::cerr << id << ": " << why << "; ";
+    for (const LeftOutCase& x : scope.coverage.left_out_cases) std::cerr << x.id << ": " << x.reason << "; ";
     std::cerr << "see --features/--exclude-features, the driver's hello, its profile)\n";
     return kExitInputError;
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lockstep::tools {
 
@@ -42,5 +43,13 @@ struct TraceArgs {
   bool table = false;
 };
 int command_trace(const TraceArgs& args);
+
+struct MatrixArgs {
+  std::vector<std::string> reports;  // lockstep-report.json / replay-report.json files
+  std::string out_dir = ".";
+  size_t max_plots = 100;
+  bool strict = false;               // exit 1 when a failure is not explained by an expectation
+};
+int command_matrix(const MatrixArgs& args);
 
 }  // namespace lockstep::tools

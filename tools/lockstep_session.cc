@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
@@ -85,11 +86,12 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   return s;
 }
 
-bool in_scope(RunScope& s, const std::string& id, const std::set<std::string>& features, std::string* why) {
+bool in_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,
+              std::string* why) {
   const FeatureExclusion* x = s.scope->excluded(features);
   if (!x) return true;
   ++s.coverage.out_of_scope;
-  s.coverage.left_out_cases.emplace_back(id, x->reason);
+  s.coverage.left_out_cases.push_back({id, x->reason, feature_areas(program)});
   ++s.left_out_by[x->reason];
   if (why) *why = x->reason;
   return false;

@@ -60,7 +60,8 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations);
 // Whether case `id`, whose program has `features` (program_features()), is in scope; when not, records it as
 // left out and gives the reason.
-bool in_scope(RunScope& s, const std::string& id, const std::set<std::string>& features, std::string* why = nullptr);
+bool in_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,
+              std::string* why = nullptr);
 // Counts a case that ran (or was skipped by the implementation) in the coverage, by its program's features.
 void count_case(RunScope& s, const Program& program, const std::set<std::string>& features,
                 const LockstepResult& result);

@@ -146,6 +146,20 @@ int main(int argc, char** argv) {
   mutants->add_option("--impl-driver", mutants_args.impl_driver,
                       "lockstep-impl-driver to use for the driver path (default: beside this binary)");
 
+  MatrixArgs matrix_args;
+  CLI::App* matrix = app.add_subcommand(
+      "matrix", "The conformance matrix (implementations x feature areas: passed / failed / unsupported) from the JSON "
+                "reports of run and replay, as conformance-matrix.md and a self-contained conformance-matrix.html "
+                "that plots the ULP error per action of every failing case");
+  matrix->add_option("reports", matrix_args.reports, "lockstep-report.json and replay-report.json files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  matrix->add_option("--out-dir", matrix_args.out_dir, "Where conformance-matrix.md and .html go")->capture_default_str();
+  matrix->add_option("--max-plots", matrix_args.max_plots, "Plots per implementation in the HTML page")
+      ->capture_default_str();
+  matrix->add_flag("--strict", matrix_args.strict,
+                   "Exit 1 when a case failed that no expectation explains (known deviations do not count)");
+
   bool features_json = false;
   CLI::App* features = app.add_subcommand(
       "features", "List the feature names a driver's hello, --features, --exclude-features and profiles use "
@@ -166,6 +180,7 @@ int main(int argc, char** argv) {
     if (*trace) return command_trace(trace_args);
     if (*mutants) return command_mutants(mutants_args);
     if (*replay) return command_replay(replay_args);
+    if (*matrix) return command_matrix(matrix_args);
     if (*generate) return command_fixtures_generate(generate_args);
     if (*features) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();

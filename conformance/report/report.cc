@@ -227,7 +227,8 @@ nlohmann::ordered_json coverage_to_json(const CoverageReport& c) {
   j["skipped"] = c.skipped;
   j["out_of_scope"] = c.out_of_scope;
   nlohmann::ordered_json left_cases = nlohmann::ordered_json::array();
-  for (const auto& [id, why] : c.left_out_cases) left_cases.push_back({{"id", id}, {"reason", why}});
+  for (const LeftOutCase& x : c.left_out_cases)
+    left_cases.push_back({{"id", x.id}, {"reason", x.reason}, {"areas", x.areas}});
   j["left_out_cases"] = std::move(left_cases);
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   for (const AppliedRule& r : c.rules)
@@ -290,6 +291,7 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
     nlohmann::ordered_json cj;
     cj["id"] = c.id;
     cj["status"] = case_status_name(c.status);
+    cj["areas"] = c.areas;
     if (options.include_durations && c.duration_seconds) cj["duration_seconds"] = number_to_json(*c.duration_seconds);
     if (c.status == CaseStatus::Known) cj["known_reason"] = c.known_reason;
     if (!c.result.skipped.empty()) cj["skipped"] = c.result.skipped;

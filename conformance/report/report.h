@@ -44,6 +44,14 @@ struct CaseReport {
   std::string reproduce_command;           // shell command line that reproduces the failure
   LockstepResult result;
   std::string known_reason;                // Known: the matching entry's reason
+  std::vector<std::string> areas;          // what the case's program exercises (feature_areas.h)
+};
+
+// A fixture or named case the run's scope left out: what it would have tested counts as unsupported in the
+// conformance matrix (conformance_matrix.h).
+struct LeftOutCase {
+  std::string id, reason;
+  std::vector<std::string> areas;  // feature_areas.h
 };
 
 // What a run tested and left out (capabilities.h, feature_scope.h, api_profile.h).
@@ -65,7 +73,7 @@ struct CoverageReport {
   int64_t tested = 0;                           // cases run and compared (not skipped)
   int64_t skipped = 0;                          // cases the implementation declined
   int64_t out_of_scope = 0;                     // fixtures or named cases left out by the scope
-  std::vector<std::pair<std::string, std::string>> left_out_cases;  // their ids and why
+  std::vector<LeftOutCase> left_out_cases;      // their ids, why, and what they would have tested
   // Tested programs per coverage cell, "table|row|column" (conformance/program/coverage_cells.h).
   std::map<std::string, int64_t> cells;
 };

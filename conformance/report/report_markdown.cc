@@ -174,7 +174,7 @@ std::string coverage_markdown(const CoverageReport& c) {
   if (!c.left_out_cases.empty()) {
     out += fmt::format("<details><summary>{} case{} left out</summary>\n\n", c.left_out_cases.size(),
                        c.left_out_cases.size() == 1 ? "" : "s");
-    for (const auto& [id, why] : c.left_out_cases) out += fmt::format("- `{}`: {}\n", cell(id), cell(why));
+    for (const LeftOutCase& x : c.left_out_cases) out += fmt::format("- `{}`: {}\n", cell(x.id), cell(x.reason));
     out += "\n</details>\n\n";
   }
   if (!c.exercised.empty()) {

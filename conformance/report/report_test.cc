@@ -340,7 +340,7 @@ TEST(Report, CoverageSaysWhatWasLeftOutAndWhichRulesWereUsed) {
   c.implementation = {{"name", "float32-sgd-adam"}, {"version", "1"}, {"supports", {{"dtypes", {"float32"}}}}};
   c.profile = "pytorch-python";
   c.left_out.push_back({{"float64"}, "float32-sgd-adam does not declare dtype float64"});
-  c.left_out_cases.push_back({"tut000-adam-defaults", "float32-sgd-adam does not declare dtype float64"});
+  c.left_out_cases.push_back({"tut000-adam-defaults", "float32-sgd-adam does not declare dtype float64", {"adam"}});
   c.exercised = {{"float32", 12}, {"sgd", 5}};
   c.not_exercised = {"op:embedding"};
   c.rules.push_back({"py-sgd-state-without-momentum", "expect", "SEM-11.1 Python keeps a state entry", 7});

@@ -145,7 +145,9 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
       const TraceComparison& c;
       void operator()() const { r.masked = c.masked(); }
     } keep_masked{result, comparison};
-    std::vector<Difference> d = comparison.compare_init(expected.init, actual.init);
+    ErrorStats stats;
+    std::vector<Difference> d = comparison.compare_init(expected.init, actual.init, &stats);
+    result.growth.push_back(GrowthRow{std::nullopt, "init", stats});
     if (!d.empty()) {
       result.failed_at_setup = true;
       result.failed_action_name = "init";
@@ -157,7 +159,9 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
       if (i >= actual.records.size())
         return fail("trace_shape", fmt::format("the trace has {} records for a program of {} actions",
                                                actual.records.size(), program.actions.size()));
-      d = comparison.compare_action(i, expected.records[i], actual.records[i]);
+      stats = ErrorStats{};
+      d = comparison.compare_action(i, expected.records[i], actual.records[i], &stats);
+      result.growth.push_back(GrowthRow{i, action_name(program.actions[i].kind), stats});
       if (!d.empty()) {
         result.failed_action = i;
         result.failed_action_name = action_name(program.actions[i].kind);

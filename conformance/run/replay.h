@@ -42,6 +42,7 @@
 #include "conformance/run/engine.h"
 #include "conformance/run/external_driver.h"
 #include "conformance/run/fixture.h"
+#include "conformance/run/lockstep_runner.h"
 #include "conformance/compare/tolerance.h"
 
 namespace lockstep {
@@ -85,6 +86,10 @@ struct ReplayCaseResult {
   // Matched expected-failure entry (ExpectedFailure / UnexpectedPass).
   std::string expected_reason, expected_category;
   std::string stderr_excerpt;            // external drivers
+  // The largest ULP error per quantity of every record compared, up to and including the first failing one
+  // (the conformance matrix plots it, conformance_matrix.h).
+  std::vector<GrowthRow> growth;
+  std::vector<std::string> areas;        // what the fixture's program exercises (feature_areas.h)
   std::chrono::nanoseconds elapsed{0};
 
   // "action 3 (step): w → value[1]: expected 0.5, actual 0.25 (4 ulp of 0.5 (float32))" or the failure.
