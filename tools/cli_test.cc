@@ -285,3 +285,31 @@ TEST(Cli, DriverFailureReportHasShrunkProgramAndDriverStderr) {
   EXPECT_EQ(j.at("mode"), "free-running");
   fs::remove_all(d);
 }
+
+namespace {
+
+// `lockstep matrix` on reports a real run wrote: the pages appear; a report that does not read is exit 2 naming
+// the file and pointer, and leaves the previous pages as they were; --strict fails on unexplained failures.
+TEST(Cli, MatrixFromRealReportsAndBadOnes) {
+  const fs::path dir = temp_dir("matrix");
+  Result r = run("run --mutant zero_grad_noop --count 20 --shrink-seconds 0 --report-dir " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  const std::string report = (dir / "run" / "lockstep-report.json").string();
+  r = run("matrix --out-dir " + (dir / "m").string() + " " + report);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("impl+zero_grad_noop:"), std::string::npos) << r.out;
+  const std::string html = read_file(dir / "m" / "conformance-matrix.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(read_file(dir / "m" / "conformance-matrix.md").find("| impl+zero_grad_noop |"), std::string::npos);
+  EXPECT_EQ(run("matrix --strict --out-dir " + (dir / "m").string() + " " + report).exit_code, 1);
+
+  std::ofstream(dir / "bad.json") << "{\"format\": \"lockstep-report/1\", \"under_test\": \"x\", \"cases\": [{\"id\": 1}]}";
+  r = run("matrix --out-dir " + (dir / "m").string() + " " + (dir / "bad.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/cases/0/id"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(dir / "m" / "conformance-matrix.html"), html);  // untouched
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -29,6 +29,7 @@ packages=(
   libexpat1-dev         # a real XML parser for the JUnit report test
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
+  nodejs npm            # the JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch)
 )
 
 missing=()
@@ -49,6 +50,17 @@ if ((${#missing[@]})); then
     exit 1
   fi
 fi
+
+# The JavaScript adapters' npm packages, exactly as their lockfiles pin them (tools/adapters/*/package-lock.json),
+# installed again only when a lockfile changes; --ignore-scripts: no package builds native code or fetches anything
+# outside npm's registry (js-pytorch's optional GPU dependency would).
+for dir in tools/adapters/tfjs tools/adapters/jspytorch; do
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.lockstep-installed-lock.json" 2>/dev/null; then
+    echo "setup: npm ci in $dir"
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+    cp "$dir/package-lock.json" "$dir/node_modules/.lockstep-installed-lock.json"
+  fi
+done
 
 cmake --preset default
 cmake --build --preset default
