@@ -67,7 +67,10 @@ struct Builder {
     return b;
   }
 
-  // forward(loss) / backward(retain) [per loss], step, backward again through the last graph.
+  // forward(loss) / backward(retain) [per loss], backward again through the last graph (the grads accumulate
+  // from the forward's saved values), then a step. The step comes last: a backward after a step meets the
+  // frameworks' legitimately different version counters (profile pytorch-python, SEM-11.10), which would keep
+  // every Python-API implementation away from the whole corpus.
   void finish(const std::vector<std::pair<ExprPtr, int64_t>>& losses) {
     OptimizerSpec sgd;
     sgd.kind = OptimizerKind::SGD;
@@ -80,10 +83,10 @@ struct Builder {
       program.actions.push_back(forward(loss));
       program.actions.push_back(backward(elements, true));
     }
+    program.actions.push_back(backward(losses.back().second, false));
     Action step;
     step.kind = ActionKind::Step;
     program.actions.push_back(step);
-    program.actions.push_back(backward(losses.back().second, false));
   }
 };
 
@@ -132,8 +135,8 @@ std::vector<OpEdgeProgram> op_edge_programs() {
     OpEdgeProgram p;
     p.id = "op-" + id_part(op) + "-" + (edge == "repeated_index" ? "repeated-index" : edge) + "-" + dtype_tag(d);
     p.description = "Op edge point: " + what + " (" + edge + " inputs, " + dtype_name(d) +
-                    "): forward, backward with an explicit gradient and retain_graph, an SGD step, a second "
-                    "backward through the retained graph.";
+                    "): forward, backward with an explicit gradient and retain_graph, a second backward through "
+                    "the retained graph (the grads accumulate), an SGD step.";
     p.op = op;
     p.edge = edge;
     p.program = std::move(b.program);

@@ -5,9 +5,11 @@
 // §2.11) without LibTorch.
 //
 // Each program: parameters holding the edge values, a forward of the op itself (element-wise ops keep
-// their shape), a backward with an explicit, uneven gradient and retain_graph, an SGD step (lr 0.5), and a
-// second backward through the retained graph (ops that save their output must use the forward's values,
-// SEMANTICS §2.5, §2.8). `lockstep fixtures generate` runs them on the oracle.
+// their shape), a backward with an explicit, uneven gradient and retain_graph, a second backward through the
+// retained graph (the grads accumulate from the forward's saved values, SEMANTICS §2.5, §3.2), and an SGD step
+// (lr 0.5). No backward follows the step, so that every framework can replay the corpus (a backward after a
+// step meets legitimately different version counters, SEM-11.10). `lockstep fixtures generate` runs them on
+// the oracle.
 //
 // Example:
 //   for (const OpEdgeProgram& p : op_edge_programs()) ... p.id == "op-relu-zero-f32", p.program ...

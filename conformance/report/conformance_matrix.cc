@@ -76,6 +76,7 @@ class ReportReader {
       m.outcome = MatrixOutcome::Failed;
       m.known = true;
       m.summary = optional_text(c, pointer, "known_reason");
+      read_growth(c, pointer, std::nullopt, m);
     } else if (status == "failed" || status == "known") {
       m.outcome = MatrixOutcome::Failed;
       m.known = status == "known";
@@ -108,32 +109,39 @@ class ReportReader {
     const bool at_setup = optional_text(f, fp, "at") == "setup";
     if (!failed_index && !at_setup) failed_index = -1;  // neither an action nor the setup: no record is the failing one
     const std::string failed_action = optional_text(f, fp, "action");
-    auto label = [](std::optional<int64_t> index, const std::string& action) {
-      return index ? fmt::format("{} {}", *index, action) : action;
-    };
-    if (c.contains("growth")) {
-      const std::string gp = json_pointer_append(pointer, "growth");
-      const Json& rows = member(c, pointer, "growth", Json::value_t::array);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const std::string rp = json_pointer_append(gp, i);
-        std::optional<int64_t> index;
-        if (rows[i].contains("action_index") && !rows[i].at("action_index").is_null())
-          index = int_from_json(rows[i].at("action_index"), json_pointer_append(rp, "action_index"));
-        const Json& errors = member(rows[i], rp, "max_ulp_error", Json::value_t::object);
-        double worst = 0;
-        for (const auto& [quantity, v] : errors.items())
-          worst = std::max(worst, ulps(v, json_pointer_append(json_pointer_append(rp, "max_ulp_error"), quantity)));
-        m.ulps.push_back({label(index, text(rows[i], rp, "action")), worst});
-        if (index == failed_index && !m.failing_point) m.failing_point = m.ulps.size() - 1;
-        // A free-running case runs on after its first failure; the plot stops there (what was judged).
-        if (m.failing_point) break;
-      }
-    }
+    read_growth(c, pointer, failed_index, m);
     if (!m.failing_point && at_failure >= 0) {  // no growth rows (an in-process lockstep run): one point
-      m.ulps.push_back({label(failed_index, failed_action), at_failure});
+      m.ulps.clear();
+      m.ulps.push_back({failed_index ? fmt::format("{} {}", *failed_index, failed_action) : failed_action, at_failure});
       m.failing_point = m.ulps.size() - 1;
     } else if (m.failing_point && at_failure > m.ulps[*m.failing_point].ulps) {
       m.ulps[*m.failing_point].ulps = at_failure;
+    }
+  }
+
+  // The growth rows (largest ULP error per quantity of each record) as the plot's points, up to the record
+  // `failing` (nullopt: the setup record; -1: none) when a failure is given, all of them otherwise.
+  void read_growth(const Json& c, const std::string& pointer, std::optional<std::optional<int64_t>> failing,
+                   MatrixCase& m) const {
+    if (!c.contains("growth")) return;
+    const std::string gp = json_pointer_append(pointer, "growth");
+    const Json& rows = member(c, pointer, "growth", Json::value_t::array);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string rp = json_pointer_append(gp, i);
+      std::optional<int64_t> index;
+      if (rows[i].contains("action_index") && !rows[i].at("action_index").is_null())
+        index = int_from_json(rows[i].at("action_index"), json_pointer_append(rp, "action_index"));
+      const Json& errors = member(rows[i], rp, "max_ulp_error", Json::value_t::object);
+      double worst = 0;
+      for (const auto& [quantity, v] : errors.items())
+        worst = std::max(worst, ulps(v, json_pointer_append(json_pointer_append(rp, "max_ulp_error"), quantity)));
+      const std::string action = text(rows[i], rp, "action");
+      m.ulps.push_back({index ? fmt::format("{} {}", *index, action) : action, worst});
+      // A free-running case runs on after its first failure; the plot stops there (what was judged).
+      if (failing && index == *failing) {
+        m.failing_point = m.ulps.size() - 1;
+        break;
+      }
     }
   }
 
@@ -340,8 +348,14 @@ std::string conformance_matrix_markdown(const ConformanceMatrix& m) {
       for (const UlpPoint& p : c.ulps) series += (series.empty() ? "" : " ") + ulps_text(p.ulps);
       std::string areas;
       for (const std::string& a : c.areas) areas += (areas.empty() ? "" : ", ") + a;
+      std::string summary = c.summary;
+      if (summary.size() > 240) {  // the reports hold all of it; cut at a UTF-8 character boundary
+        size_t cut = 237;
+        while (cut > 0 && (static_cast<unsigned char>(summary[cut]) & 0xC0) == 0x80) --cut;
+        summary = summary.substr(0, cut) + "...";
+      }
       out += fmt::format("| `{}` | {} | {} | {} | {} |\n", markdown_cell(c.id), areas, c.known ? "yes" : "**no**",
-                         markdown_cell(c.summary), series);
+                         markdown_cell(summary), series);
     }
     if (failing == 0) out += "No failing case.\n";
   }
