@@ -29,7 +29,7 @@ packages=(
   libexpat1-dev         # a real XML parser for the JUnit report test
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
-  nodejs npm            # the JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch)
+  nodejs                # the JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch)
 )
 
 missing=()
@@ -37,6 +37,8 @@ for p in "${packages[@]}"; do
   status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
+# Debian's nodejs comes without npm (package npm); a nodejs that ships its own npm conflicts with that package.
+command -v npm > /dev/null || missing+=(npm)
 
 if ((${#missing[@]})); then
   if [[ "$(id -u)" == 0 ]]; then
