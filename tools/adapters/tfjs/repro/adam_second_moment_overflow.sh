@@ -1,8 +1,8 @@
 #!/bin/bash
 # tfjs 4.22's Adam updates the second moment as v * beta2 + square(g) * (1 - beta2) (tfjs-core AdamOptimizer): g^2
 # overflows float32 for |g| > 1.8e19 and exp_avg_sq becomes inf where torch's (1 - beta2) * g * g (fused) is finite.
-# Found by lockstep (seed 13, --max-size 60, random-58); masked in the CI run by the Adam step-count entry's
-# exp_avg* fields, pinned by no fixture or named case.
+# Found by lockstep (seed 13, --max-size 60, random-58); pinned by the named case
+# sem6-adam-second-moment-weighs-before-squaring (random programs: masked by the Adam step-count entry's exp_avg*).
 # Prints TensorFlow.js's numbers next to PyTorch's (Debian's /usr/bin/python3 with torch 1.13, whose single-tensor
 # torch.optim equals LibTorch 1.13 as lockstep measured); exits 0 while the deviation reproduces, 1 once it does not.
 set -u

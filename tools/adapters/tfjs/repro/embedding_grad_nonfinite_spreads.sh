@@ -2,7 +2,7 @@
 # tfjs 4.22's gradient of tf.gather (embedding) sums the incoming rows with unsortedSegmentSum, which the CPU backend
 # computes as sum(mask * dy) over all rows (tfjs-backend-cpu kernels/UnsortedSegmentSum): a NaN or inf in the
 # incoming gradient of one looked-up row makes the grad of every row NaN, also rows never looked up (torch: 0).
-# Found by lockstep (seed 14, --max-size 80, random-155); no named case pins it (the limit was three).
+# Found by lockstep (seed 14, --max-size 80, random-155); pinned by the named case sem2-embedding-grad-rows-not-looked-up-stay-zero.
 # Prints TensorFlow.js's numbers next to PyTorch's (Debian's /usr/bin/python3 with torch 1.13, whose single-tensor
 # torch.optim equals LibTorch 1.13 as lockstep measured); exits 0 while the deviation reproduces, 1 once it does not.
 set -u
