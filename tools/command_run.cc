@@ -229,7 +229,7 @@ int command_run(const RunArgs& args) {
       const rc::Shrinkable<Program>& shrinkable = *generated;
       Program program = shrinkable.value();
       const std::set<std::string> features = program_features(program);
-      const FieldMask mask = expectations.mask_for(id, &features);
+      const FieldMask mask = expectations.mask_for(id, &features, &program);
       LockstepResult result = subject->run(id, program, mask);
       if (fatal()) return kExitInputError;
       count_case(scope, program, features, result);
@@ -244,12 +244,12 @@ int command_run(const RunArgs& args) {
         const std::string kind = r.result.failure_kind();
         auto still_fails = [&](const Program& candidate) {
           const std::set<std::string> f = program_features(candidate);
-          CaseReport c = case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f)), candidate, "");
+          CaseReport c = case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f, &candidate)), candidate, "");
           return c.status == CaseStatus::Failed && c.result.failure_kind() == kind;
         };
         Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
         const std::set<std::string> shrunk_features = program_features(shrunk);
-        LockstepResult shrunk_result = subject->run(id, shrunk, expectations.mask_for(id, &shrunk_features));
+        LockstepResult shrunk_result = subject->run(id, shrunk, expectations.mask_for(id, &shrunk_features, &shrunk));
         CaseReport s = case_report(id, shrunk_result, shrunk, reproduce);
         if (s.status == CaseStatus::Failed) {
           s.original_program = program;

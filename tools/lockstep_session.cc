@@ -18,7 +18,7 @@ namespace lockstep::tools {
 
 LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations) {
   const std::set<std::string> features = program_features(c.program);
-  LockstepResult result = subject.run(c.id, c.program, expectations.mask_for(c.id, &features));
+  LockstepResult result = subject.run(c.id, c.program, expectations.mask_for(c.id, &features, &c.program));
   if (!result.skipped.empty() || !subject.fatal_error().empty()) return result;
   std::string why;
   std::optional<Trace> own = subject.trace(c.id, c.program, why);
@@ -36,7 +36,7 @@ LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const
 LockstepResult run_program_case(TestedImplementation& subject, const std::string& id, const Program& program,
                                 const Expectations& expectations) {
   const std::set<std::string> features = program_features(program);
-  return subject.run(id, program, expectations.mask_for(id, &features));
+  return subject.run(id, program, expectations.mask_for(id, &features, &program));
 }
 
 bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,

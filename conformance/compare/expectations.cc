@@ -28,11 +28,93 @@ bool all_match(const std::vector<std::string>& globs, const std::set<std::string
       return false;
   return true;
 }
+bool none_match(const std::vector<std::string>& globs, const std::set<std::string>* features) {
+  if (globs.empty()) return true;
+  if (!features) return false;
+  for (const std::string& g : globs)
+    if (std::any_of(features->begin(), features->end(), [&](const std::string& f) { return glob_match(g, f); }))
+      return false;
+  return true;
+}
+bool applies(const Expectation& e, const std::string& case_id, const std::set<std::string>* features) {
+  return glob_match(e.id, case_id) && all_match(e.features, features) && none_match(e.without_features, features);
+}
+
+void params_of(const Expr& e, std::set<std::string>& out) {
+  walk_expr(e, [&](const Expr& node) {
+    if (node.op == Op::Param) out.insert(node.name);
+  });
+}
 }  // namespace
 
+const std::vector<std::pair<std::string, std::string>>& record_situations() {
+  static const std::vector<std::pair<std::string, std::string>> s = {
+      {"repeated_backward", "a backward of an output an earlier backward already backpropagated"},
+      {"step_without_grad", "a step while a parameter of the optimizer's groups has no grad"},
+  };
+  return s;
+}
+
+std::optional<size_t> first_action_in_situation(const Program& program, const std::string& name) {
+  if (name == "repeated_backward") {
+    bool held = false, backpropagated = false;
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      const Action& a = program.actions[i];
+      if (a.kind == ActionKind::Forward) {
+        held = true;
+        backpropagated = false;
+      } else if (a.kind == ActionKind::Backward && held) {
+        if (backpropagated) return i;
+        backpropagated = true;
+      }
+    }
+    return std::nullopt;
+  }
+  if (name == "step_without_grad") {
+    if (!program.optimizer) return std::nullopt;
+    std::set<std::string> grouped, defined, held;
+    for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      const Action& a = program.actions[i];
+      switch (a.kind) {
+        case ActionKind::Forward: {
+          held.clear();
+          const Expr* loss = a.loss ? a.loss.get() : program.loss.get();
+          if (loss && !a.no_grad) params_of(*loss, held);
+          break;
+        }
+        case ActionKind::Backward:
+          defined.insert(held.begin(), held.end());
+          break;
+        case ActionKind::ZeroGrad:
+          // zero_grad() without set_to_none keeps grads defined (the 1.13 default; SEM-12.1).
+          if (a.set_to_none && *a.set_to_none) defined.clear();
+          break;
+        case ActionKind::SetGradNone:
+          defined.erase(a.param);
+          break;
+        case ActionKind::AddParamGroup:
+          grouped.insert(a.new_group.params.begin(), a.new_group.params.end());
+          break;
+        case ActionKind::Step:
+          for (const std::string& p : grouped)
+            if (!defined.count(p)) return i;
+          break;
+        default:
+          break;
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 const Expectation* FieldMask::match(const std::string& path, const std::vector<std::string>& error_kinds,
-                                    const std::string& expected_text, const std::string& actual_text) const {
-  for (const Expectation* e : entries_) {
+                                    const std::string& expected_text, const std::string& actual_text,
+                                    std::optional<size_t> record) const {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Expectation* e = entries_[i];
+    if (!e->from.empty() && !(from_[i] && record && *record >= *from_[i])) continue;
     if (!glob_match(e->expected_value, expected_text) || !glob_match(e->actual_value, actual_text)) continue;
     if (!e->errors.empty()) {
       bool raised = false;
@@ -49,16 +131,21 @@ const Expectation* FieldMask::match(const std::string& path, const std::vector<s
   return nullptr;
 }
 
-FieldMask Expectations::mask_for(const std::string& case_id, const std::set<std::string>* features) const {
+FieldMask Expectations::mask_for(const std::string& case_id, const std::set<std::string>* features,
+                                 const Program* program) const {
   FieldMask m;
-  for (const Expectation& e : entries)
-    if (!e.fields.empty() && glob_match(e.id, case_id) && all_match(e.features, features)) m.entries_.push_back(&e);
+  for (const Expectation& e : entries) {
+    if (e.fields.empty() || !applies(e, case_id, features)) continue;
+    if (!e.from.empty() && !program) continue;
+    m.entries_.push_back(&e);
+    m.from_.push_back(e.from.empty() ? std::optional<size_t>(0) : first_action_in_situation(*program, e.from));
+  }
   return m;
 }
 
 const Expectation* Expectations::whole_case(const std::string& case_id, const std::set<std::string>* features) const {
   for (const Expectation& e : entries)
-    if (e.fields.empty() && glob_match(e.id, case_id) && all_match(e.features, features)) return &e;
+    if (e.fields.empty() && applies(e, case_id, features)) return &e;
   return nullptr;
 }
 
@@ -124,6 +211,17 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
   };
   e.features = globs("features", "globs on feature names, conformance/program/features.h");
   e.errors = globs("errors", "globs on error kinds");
+  e.without_features = globs("without_features", "globs on feature names, conformance/program/features.h");
+  for (const std::string& f : e.without_features)
+    if (!matches_some_feature(f))
+      throw JsonError(r.pointer("without_features"), "'" + f + "' matches no feature (`lockstep features` lists them)");
+  if (r.has("from")) {
+    e.from = r.string("from");
+    const auto& known = record_situations();
+    if (std::none_of(known.begin(), known.end(), [&](const auto& s) { return s.first == e.from; }))
+      throw JsonError(r.pointer("from"), fmt::format("unknown situation '{}' (known: repeated_backward, step_without_grad)", e.from));
+    if (e.fields.empty()) throw JsonError(r.pointer("from"), "\"from\" narrows a mask: give \"fields\" too");
+  }
   for (const char* key : {"expected", "actual"}) {
     if (!r.has(key)) continue;
     if (e.fields.empty()) throw JsonError(r.pointer(key), std::string("\"") + key + "\" narrows a mask: give \"fields\" too");

@@ -20,8 +20,14 @@
 // - "features" (optional): globs on the features of the case's program (conformance/program/features.h),
 //   all of which must match one of them: a rule for live runs, whatever the case id ("id" defaults to "*").
 //   {"features": ["sgd"], "fields": ["* → state.exists"], ...} masks SGD's state entries in every SGD program.
+// - "without_features" (optional): globs on features none of which the program may use: {"features": ["adam"],
+//   "without_features": ["adam.betas"]} is a rule for Adam programs that leave betas at their defaults.
 // - "errors" (optional, with "fields"): globs on error kinds (trace.h); the entry masks a difference only in a
 //   record where the oracle or the implementation raised an error of such a kind.
+// - "from" (optional, with "fields"): a situation of the program (record_situations()); the entry masks a
+//   difference only in the record of the first action in that situation and in every later record, so that the
+//   records before it are still judged: {"from": "repeated_backward", "fields": ["* → grad*"]} accepts the grads
+//   of a second backward through a retained graph and what follows, not those of the first backward.
 // - "expected", "actual" (optional, with "fields"): globs on the difference's values as the comparator prints
 //   them ("false", "true", "absent", "0.25"): {"fields": ["* → state.exists"], "expected": "false", "actual":
 //   "true"} accepts an extra state entry, never a missing one.
@@ -39,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,6 +53,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/program/glob.h"
+#include "conformance/program/program.h"
 
 namespace lockstep {
 
@@ -56,6 +64,8 @@ struct Expectation {
   std::string category;             // empty when not given
   std::vector<std::string> features;  // globs on the case program's features (features.h), all must match
   std::vector<std::string> errors;  // globs on error kinds: only records where either side raised one of them
+  std::vector<std::string> without_features;  // globs: the entry applies only when no program feature matches
+  std::string from;                 // a record_situations() name: only records from its first action on
   std::string expected_value = "*";  // globs on the difference's expected / actual value as text ("false",
   std::string actual_value = "*";    // "true", "absent"): a mask may accept one direction only
   std::string source;               // where it came from: a file name, or "profile NAME rule ID"
@@ -65,27 +75,40 @@ struct Expectation {
 // {"api_difference", "implementation_bug", "not_implemented", "precision", "protocol"}
 const std::vector<std::string>& expectation_categories();
 
+// Situations an entry's "from" names, each with its meaning (decided from the program alone, like features.h):
+//   repeated_backward   a backward of an output that an earlier backward already backpropagated (the second
+//                       backward through a retained graph, or through a freed one)
+//   step_without_grad   a step while a parameter of the optimizer's groups has no grad (None): never reached by a
+//                       backward, or set to None since (zero_grad(set_to_none=True), param.grad = None)
+const std::vector<std::pair<std::string, std::string>>& record_situations();
+// The index of the first action of `program` in situation `name`; nullopt when none is.
+std::optional<size_t> first_action_in_situation(const Program& program, const std::string& name);
+
 // The masks that apply to one case: the entries with fields whose id matches it.
 class FieldMask {
  public:
   // The first entry one of whose field globs matches `path` (and, for an entry with "errors", one of whose
   // error globs matches one of `error_kinds`, the kinds the two records raised); nullptr when none does.
   // Counts a use of the entry it returns.
+  // `record`: the action index of the record (nullopt: the setup record), for entries with "from".
   const Expectation* match(const std::string& path, const std::vector<std::string>& error_kinds = {},
-                           const std::string& expected_text = "", const std::string& actual_text = "") const;
+                           const std::string& expected_text = "", const std::string& actual_text = "",
+                           std::optional<size_t> record = std::nullopt) const;
   bool empty() const { return entries_.empty(); }
 
  private:
   friend struct Expectations;
   std::vector<const Expectation*> entries_;  // point into the Expectations, which must outlive the mask
+  std::vector<std::optional<size_t>> from_;  // per entry with "from": its first action (nullopt: none, never applies)
 };
 
 struct Expectations {
   std::vector<Expectation> entries;
 
   // `features`: the case program's features (features.h); entries with "features" apply only when given
-  // and all their globs match.
-  FieldMask mask_for(const std::string& case_id, const std::set<std::string>* features = nullptr) const;
+  // and all their globs match. `program`: for entries with "from" (without it they do not apply).
+  FieldMask mask_for(const std::string& case_id, const std::set<std::string>* features = nullptr,
+                     const Program* program = nullptr) const;
   // The first entry without fields whose id (and features) match: the case is expected to fail.
   const Expectation* whole_case(const std::string& case_id, const std::set<std::string>* features = nullptr) const;
   // Entries that masked nothing and explained no case in this run (Expectation::uses == 0).

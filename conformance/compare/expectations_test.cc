@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 
 namespace lockstep {
@@ -246,6 +247,108 @@ TEST(Expectations, UnknownFeatureAndErrorNamesAreErrors) {
     } catch (const InputError& err) {
       EXPECT_EQ(err.file(), "e.json");
       EXPECT_NE(err.pointer().find("/expectations/0/"), std::string::npos) << err.pointer();
+    }
+  }
+}
+
+Action act(ActionKind k) {
+  Action a;
+  a.kind = k;
+  return a;
+}
+
+// Two parameters, an SGD optimizer over both; forwards read only w unless told.
+Program two_params(std::vector<Action> actions) {
+  Program p;
+  p.params.push_back({"w", DType::Float32, {1}, {1}});
+  p.params.push_back({"b", DType::Float32, {1}, {1}});
+  p.loss = sum(param("w"));
+  OptimizerSpec o;
+  o.defaults.lr = 0.1;
+  o.groups.push_back({{"w", "b"}, std::nullopt});
+  p.optimizer = o;
+  p.actions = std::move(actions);
+  return p;
+}
+
+TEST(Expectations, RecordSituationsFromTheProgram) {
+  using K = ActionKind;
+  Program p = two_params({act(K::Forward), act(K::Backward), act(K::Forward), act(K::Backward)});
+  EXPECT_EQ(first_action_in_situation(p, "repeated_backward"), std::nullopt);  // a new forward each time
+  p.actions.push_back(act(K::Backward));
+  EXPECT_EQ(first_action_in_situation(p, "repeated_backward"), 4u);
+
+  // b is never reached by a backward: the first step is without its grad.
+  Program q = two_params({act(K::Forward), act(K::Backward), act(K::Step)});
+  EXPECT_EQ(first_action_in_situation(q, "step_without_grad"), 2u);
+  Action both = act(K::Forward);
+  both.loss = add(sum(param("w")), sum(param("b")));
+  Action none = act(K::ZeroGrad);
+  none.set_to_none = true;
+  Action zero = act(K::ZeroGrad);
+  zero.set_to_none = false;
+  Action b_none = act(K::SetGradNone);
+  b_none.param = "b";
+  Program r = two_params({both, act(K::Backward), act(K::Step), zero, act(K::Step)});
+  EXPECT_EQ(first_action_in_situation(r, "step_without_grad"), std::nullopt);  // zeroed, not None
+  r.actions.push_back(b_none);
+  r.actions.push_back(act(K::Step));
+  EXPECT_EQ(first_action_in_situation(r, "step_without_grad"), 6u);
+  Program s = two_params({both, act(K::Backward), none, act(K::Step)});
+  EXPECT_EQ(first_action_in_situation(s, "step_without_grad"), 3u);
+  Action no_grad = both;
+  no_grad.no_grad = true;
+  Program t = two_params({no_grad, act(K::Backward), act(K::Step)});  // a no_grad forward reaches nothing
+  EXPECT_EQ(first_action_in_situation(t, "step_without_grad"), 2u);
+}
+
+TEST(Expectations, FromMasksOnlyTheSituationsRecordAndLaterOnes) {
+  using K = ActionKind;
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"features": ["sgd"], "from": "repeated_backward", "fields": ["* → grad*"], "reason": "second backward"}]})"),
+                                          "e.json");
+  Program p = two_params({act(K::Forward), act(K::Backward), act(K::Backward), act(K::Step)});
+  const std::set<std::string> features = program_features(p);
+  FieldMask m = e.mask_for("random-1", &features, &p);
+  EXPECT_EQ(m.match("w → grad[0]", {}, "1", "2", std::nullopt), nullptr);  // setup
+  EXPECT_EQ(m.match("w → grad[0]", {}, "1", "2", 1), nullptr);             // the first backward is judged
+  EXPECT_NE(m.match("w → grad[0]", {}, "2", "4", 2), nullptr);             // the second is accepted
+  EXPECT_NE(m.match("w → grad[0]", {}, "2", "4", 3), nullptr);             // and what follows
+  EXPECT_EQ(m.match("w → value[0]", {}, "2", "4", 3), nullptr);            // fields still narrow it
+  // Without the program (or in a program without the situation) the entry never applies.
+  EXPECT_TRUE(e.mask_for("random-1", &features).empty());
+  Program once = two_params({act(K::Forward), act(K::Backward), act(K::Step)});
+  EXPECT_EQ(e.mask_for("random-1", &features, &once).match("w → grad[0]", {}, "1", "2", 2), nullptr);
+}
+
+TEST(Expectations, WithoutFeaturesKeepsAnEntryFromProgramsThatUseThem) {
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"features": ["adam"], "without_features": ["adam.betas"], "fields": ["* → exp_avg*"], "reason": "defaults"},
+    {"features": ["adam"], "without_features": ["adam.b*"], "reason": "whole"}]})"), "e.json");
+  const std::set<std::string> defaults = {"adam", "float64"}, betas = {"adam", "adam.betas", "float64"};
+  EXPECT_NE(e.mask_for("x", &defaults).match("w → exp_avg[0]"), nullptr);
+  EXPECT_TRUE(e.mask_for("x", &betas).empty());
+  EXPECT_NE(e.whole_case("x", &defaults), nullptr);
+  EXPECT_EQ(e.whole_case("x", &betas), nullptr);
+}
+
+TEST(Expectations, FromAndWithoutFeaturesAreValidated) {
+  struct Bad {
+    const char* text;
+    const char* pointer;
+  } bad[] = {
+      {R"({"expectations": [{"id": "x", "fields": ["f"], "from": "sometimes", "reason": "r"}]})", "/expectations/0/from"},
+      {R"({"expectations": [{"id": "x", "from": "repeated_backward", "reason": "r"}]})", "/expectations/0/from"},
+      {R"({"expectations": [{"id": "x", "fields": ["f"], "from": 3, "reason": "r"}]})", "/expectations/0/from"},
+      {R"({"expectations": [{"id": "x", "without_features": ["nope"], "reason": "r"}]})", "/expectations/0/without_features"},
+      {R"({"expectations": [{"id": "x", "without_features": [], "reason": "r"}]})", "/expectations/0/without_features"},
+  };
+  for (const Bad& b : bad) {
+    try {
+      expectations_from_json(json::parse(b.text), "e.json");
+      ADD_FAILURE() << b.text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.pointer(), b.pointer) << b.text << ": " << e.what();
     }
   }
 }

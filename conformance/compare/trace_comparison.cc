@@ -38,7 +38,7 @@ std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, s
   if (actual.error) error_kinds.push_back(actual.error->kind);
   std::vector<Difference> kept;
   for (Difference& x : d) {
-    if (const Expectation* e = mask_.match(x.path, error_kinds, x.expected_text, x.actual_text)) {
+    if (const Expectation* e = mask_.match(x.path, error_kinds, x.expected_text, x.actual_text, index)) {
       if (x.kind == DifferenceKind::Structure) masked_structure_ = true;
       masked_.push_back(MaskedDifference{index, action, std::move(x), e->reason, e->source.rfind("profile ", 0) == 0});
     } else {

@@ -214,7 +214,7 @@ ReplayCaseResult replay_in_process(const Fixture& fixture,
     std::unique_ptr<Engine> engine = make_engine();
     Trace actual = run_program(fixture.program, *engine);
     result = compare_fixture_trace(fixture, actual, config.tolerance_for(fixture.id),
-                                   config.expectations.mask_for(fixture.id, &features));
+                                   config.expectations.mask_for(fixture.id, &features, &fixture.program));
   } catch (const std::exception& e) {
     result.id = fixture.id;
     result.file = fixture.file;
@@ -234,7 +234,7 @@ ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver
   const std::set<std::string> features = program_features(fixture.program);
   if (out.kind == DriverOutcome::Kind::Trace) {
     result = compare_fixture_trace(fixture, out.trace, config.tolerance_for(fixture.id),
-                                   config.expectations.mask_for(fixture.id, &features));
+                                   config.expectations.mask_for(fixture.id, &features, &fixture.program));
   } else {
     result.id = fixture.id;
     result.file = fixture.file;

@@ -5,20 +5,24 @@
 # entry that stops matching, because the framework changed, fails: the list stays true), and every reproduction
 # still reproduces (exits 0). The reports stay in WORKDIR/replay and WORKDIR/run (the conformance matrix reads
 # them: check_matrix.sh).
-#   check_adapter.sh LOCKSTEP WORKDIR ENGINE EXPECTATIONS COUNT [REPRO_DIR]
+# TOLERANCE: a tolerance-overrides file (lockstep --tolerance) for a precision deviation judged at a wider bound
+# instead of masked.
+#   check_adapter.sh LOCKSTEP WORKDIR ENGINE EXPECTATIONS COUNT [REPRO_DIR] [TOLERANCE]
 set -u
-lockstep="$1"; work="$2"; engine="$3"; expectations="$4"; count="$5"; repro="${6:-}"
+lockstep="$1"; work="$2"; engine="$3"; expectations="$4"; count="$5"; repro="${6:-}"; tolerance="${7:-}"
+extra=()
+[ -n "$tolerance" ] && extra=(--tolerance "$tolerance")
 rm -rf "$work"; mkdir -p "$work"
 name="$(basename "$work")"
 
-"$lockstep" replay --engine "$engine" --expectations "$expectations" --timeout-ms 60000 \
+"$lockstep" replay --engine "$engine" --expectations "$expectations" "${extra[@]}" --timeout-ms 60000 \
   --report-dir "$work/replay" > "$work/replay.log" 2>&1
 replay_rc=$?
 if [ "$replay_rc" = 2 ]; then
   echo "check_adapter: FAILED: $name: the driver cannot start or the input does not read:"; tail -5 "$work/replay.log"
   exit 1
 fi
-"$lockstep" run --engine "$engine" --expectations "$expectations" --count "$count" --seed 1 --timeout-ms 60000 \
+"$lockstep" run --engine "$engine" --expectations "$expectations" "${extra[@]}" --count "$count" --seed 1 --timeout-ms 60000 \
   --report-dir "$work/run" > "$work/run.log" 2>&1
 
 fail=0

@@ -12,7 +12,11 @@ console.log(JSON.stringify({ lr: opt.lr, betas: [opt.b1, opt.b2], eps: opt.eps, 
 JS
 ) || exit 2
 JS_OUT="$js" /usr/bin/python3 - <<'PY'
-import json, os, sys, torch
+import json, math, os, sys
+def _cannot_run(kind, value, tb):  # a reproduction that cannot run exits 2, not 1 ("no longer reproduces")
+    import traceback; traceback.print_exception(kind, value, tb); sys.stdout.flush(); os._exit(2)
+sys.excepthook = _cannot_run
+import torch
 js = json.loads(os.environ["JS_OUT"])
 g = torch.optim.Adam([torch.zeros(1, requires_grad=True)]).param_groups[0]
 t = {"lr": g["lr"], "betas": list(g["betas"]), "eps": g["eps"], "weight_decay": g["weight_decay"]}

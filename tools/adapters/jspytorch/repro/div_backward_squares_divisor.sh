@@ -15,7 +15,11 @@ console.log(JSON.stringify({ grad: b.grad.map((v) => (Number.isFinite(v) ? v : S
 JS
 ) || exit 2
 JS_OUT="$js" /usr/bin/python3 - <<'PY'
-import json, math, os, sys, torch
+import json, math, os, sys
+def _cannot_run(kind, value, tb):  # a reproduction that cannot run exits 2, not 1 ("no longer reproduces")
+    import traceback; traceback.print_exception(kind, value, tb); sys.stdout.flush(); os._exit(2)
+sys.excepthook = _cannot_run
+import torch
 js = json.loads(os.environ["JS_OUT"])
 a = torch.tensor([1e-200, 1e300], dtype=torch.float64)
 b = torch.tensor([1e-170, 1e200], dtype=torch.float64, requires_grad=True)

@@ -16,7 +16,11 @@ console.log(JSON.stringify({ creation: atCreation === undefined ? null : atCreat
 JS
 ) || exit 2
 JS_OUT="$js" /usr/bin/python3 - <<'PY'
-import json, os, sys, torch
+import json, math, os, sys
+def _cannot_run(kind, value, tb):  # a reproduction that cannot run exits 2, not 1 ("no longer reproduces")
+    import traceback; traceback.print_exception(kind, value, tb); sys.stdout.flush(); os._exit(2)
+sys.excepthook = _cannot_run
+import torch
 js = json.loads(os.environ["JS_OUT"])
 w = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
 t_creation = w.grad

@@ -14,12 +14,16 @@ console.log(JSON.stringify({ value: y.data, grad: x.grad }));
 JS
 ) || exit 2
 JS_OUT="$js" /usr/bin/python3 - <<'PY'
-import json, os, sys, torch
+import json, math, os, sys
+def _cannot_run(kind, value, tb):  # a reproduction that cannot run exits 2, not 1 ("no longer reproduces")
+    import traceback; traceback.print_exception(kind, value, tb); sys.stdout.flush(); os._exit(2)
+sys.excepthook = _cannot_run
+import torch
 js = json.loads(os.environ["JS_OUT"])
 x = torch.tensor([-2.0, 0.0, 3.0], dtype=torch.float64, requires_grad=True)
 y = torch.relu(x)
 y.sum().backward()
 print("relu([-2, 0, 3]): js-pytorch %s, grad %s" % (js["value"], js["grad"]))
 print("                  torch %s %s, grad %s" % (torch.__version__, y.tolist(), x.grad.tolist()))
-sys.exit(0 if js["value"] != y.tolist() else 1)
+sys.exit(0 if abs(js["value"][0] - (-0.002)) < 1e-12 and y.tolist()[0] == 0 else 1)  # slope 1e-3 below zero
 PY

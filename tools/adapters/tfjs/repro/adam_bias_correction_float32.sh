@@ -27,7 +27,11 @@ const vals = t => Array.from(t.dataSync());
 JS
 )" || { echo "node failed"; exit 2; }
 /usr/bin/python3 - "$tfjs" <<'PY'
-import json, math, sys, torch
+import json, math, os, sys
+def _cannot_run(kind, value, tb):  # a reproduction that cannot run exits 2, not 1 ("no longer reproduces")
+    import traceback; traceback.print_exception(kind, value, tb); sys.stdout.flush(); os._exit(2)
+sys.excepthook = _cannot_run
+import torch
 t = json.loads(sys.argv[1], parse_constant=float)
 def num(v):
     return [num(x) for x in v] if isinstance(v, list) else float(v)

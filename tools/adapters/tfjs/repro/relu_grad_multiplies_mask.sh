@@ -20,7 +20,11 @@ const vals = t => Array.from(t.dataSync());
 JS
 )" || { echo "node failed"; exit 2; }
 /usr/bin/python3 - "$tfjs" <<'PY'
-import json, math, sys, torch
+import json, math, os, sys
+def _cannot_run(kind, value, tb):  # a reproduction that cannot run exits 2, not 1 ("no longer reproduces")
+    import traceback; traceback.print_exception(kind, value, tb); sys.stdout.flush(); os._exit(2)
+sys.excepthook = _cannot_run
+import torch
 t = json.loads(sys.argv[1], parse_constant=float)
 def num(v):
     return [num(x) for x in v] if isinstance(v, list) else float(v)
@@ -42,5 +46,7 @@ print("d relu(x)/dx * dy at x = [NaN, 0, -1, 2]")
 for name in ("ones", "inf"):
     print("  dy = %-4s %-16s %s" % (name, tv + ":", num(t[name])))
     print("  dy = %-4s %-16s %s" % (name, pv + ":", ref[name]))
-report(not same(t["ones"], ref["ones"]) and not same(t["inf"], ref["inf"]))
+ones, inf = num(t["ones"]), num(t["inf"])
+# NaN at the NaN input where torch passes dy on; NaN for dy = inf at x <= 0 where torch gives 0
+report(math.isnan(ones[0]) and ref["ones"][0] == 1 and math.isnan(inf[2]) and ref["inf"][2] == 0)
 PY
