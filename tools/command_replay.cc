@@ -78,6 +78,7 @@ RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std:
       case ReplayStatus::Skipped:
         c.status = CaseStatus::Known;
         c.result.passed = true;
+        c.result.skipped = r.skipped_feature;  // as a live run reports it (the matrix counts it unsupported)
         c.known_reason = "skipped: the engine answered unsupported '" + r.skipped_feature + "'";
         break;
       case ReplayStatus::UnexpectedPass:

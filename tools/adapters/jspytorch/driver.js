@@ -253,6 +253,11 @@ class Engine {
     const args = e.args.map((a) => this.eval(a));
     const [a, b] = args;
     const wider = () => (a.shape.length >= (b ? b.shape.length : 0) ? a.shape : b.shape);
+    // js-pytorch's add/sub/mul/div throw on a one-element operand against a larger one ('Given arguments cannot be
+    // added.'): a missing feature, answered unsupported rather than recorded as an error lockstep would compare.
+    const numel = (s) => s.reduce((x, y) => x * y, 1);
+    if (['add', 'sub', 'mul', 'div'].includes(op) && numel(a.shape) !== numel(b.shape))
+      throw new Unsupported('broadcast (js-pytorch cannot broadcast a one-element tensor)');
     switch (op) {
       case 'add': return { t: a.t.add(b.t), shape: wider() };
       case 'sub': return { t: a.t.sub(b.t), shape: wider() };
@@ -442,6 +447,15 @@ function runProgram(program) {
     if (e instanceof Unsupported) return { unsupported: e.message };
     throw e;
   }
+  try {
+    return runChecked(program);
+  } catch (e) {
+    if (e instanceof Unsupported) return { unsupported: e.message };  // found while running (broadcast)
+    throw e;
+  }
+}
+
+function runChecked(program) {
   const engine = new Engine(program);
   const trace = { engine: 'js-pytorch-' + LIB_VERSION };
   const init = { action: 'init' };
