@@ -160,7 +160,18 @@ class ReportReader {
     return text(doc_, "", "under_test");
   }
 
+  std::vector<std::string> emulated() const {
+    if (!doc_.contains("coverage") || !doc_.at("coverage").is_object()) return {};
+    const Json& cov = doc_.at("coverage");
+    if (!cov.contains("implementation") || !cov.at("implementation").is_object()) return {};
+    const Json& hello = cov.at("implementation");
+    if (!hello.contains("emulated")) return {};
+    return strings_from_json(hello.at("emulated"), "/coverage/implementation/emulated");
+  }
+
   void read_into(MatrixImplementation& impl) const {
+    for (const std::string& e : emulated())
+      if (std::find(impl.emulated.begin(), impl.emulated.end(), e) == impl.emulated.end()) impl.emulated.push_back(e);
     const Json& cases = member(doc_, "", "cases", Json::value_t::array);
     for (size_t i = 0; i < cases.size(); ++i)
       impl.cases.push_back(read_case(cases[i], json_pointer_append(std::string("/cases"), i)));
@@ -300,7 +311,7 @@ ConformanceMatrix read_conformance_reports(const std::vector<std::string>& paths
     auto it = std::find_if(m.implementations.begin(), m.implementations.end(),
                            [&](const MatrixImplementation& i) { return i.name == name; });
     if (it == m.implementations.end()) {
-      m.implementations.push_back(MatrixImplementation{name, {}, {}, {}, {}});
+      m.implementations.push_back(MatrixImplementation{name, {}, {}, {}, {}, {}});
       it = m.implementations.end() - 1;
     }
     it->reports.push_back(path);
@@ -340,6 +351,11 @@ std::string conformance_matrix_markdown(const ConformanceMatrix& m) {
                          for (const std::string& r : impl.reports) s += (s.empty() ? "`" : ", `") + r + "`";
                          return s;
                        }());
+    if (!impl.emulated.empty()) {
+      out += "Emulated by the adapter (these cases test the adapter, not the framework):\n\n";
+      for (const std::string& e : impl.emulated) out += "- " + markdown_cell(e) + "\n";
+      out += "\n";
+    }
     size_t failing = 0;
     for (const MatrixCase& c : impl.cases) {
       if (c.outcome != MatrixOutcome::Failed) continue;
@@ -396,6 +412,11 @@ std::string conformance_matrix_html(const ConformanceMatrix& m, size_t max_plots
     out += fmt::format("<h2>{}</h2>\n<p>Reports:", xml_escape(impl.name));
     for (const std::string& r : impl.reports) out += " <code>" + xml_escape(r) + "</code>";
     out += "</p>\n";
+    if (!impl.emulated.empty()) {
+      out += "<p>Emulated by the adapter (these cases test the adapter, not the framework):</p>\n<ul>";
+      for (const std::string& e : impl.emulated) out += "<li>" + xml_escape(e) + "</li>";
+      out += "</ul>\n";
+    }
     size_t failing = 0, plotted = 0;
     for (const MatrixCase& c : impl.cases) {
       if (c.outcome != MatrixOutcome::Failed) continue;

@@ -53,6 +53,9 @@ struct AreaCounts {
 struct MatrixImplementation {
   std::string name;                       // "tfjs 4.22.0"
   std::vector<std::string> reports;       // the files read for it
+  // What the driver's adapter emulates where the framework has no counterpart (the hello's optional "emulated"
+  // strings, PROTOCOL.md section 2a): cases of those features test the adapter, not the framework.
+  std::vector<std::string> emulated;
   std::vector<MatrixCase> cases;
   std::map<std::string, AreaCounts> by_area;  // area -> counts
   AreaCounts total;                       // every case once

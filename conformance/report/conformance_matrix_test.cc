@@ -56,7 +56,8 @@ RunReport driver_run() {
   report.under_test_engine = "driver";
   report.mode = RunMode::FreeRunning;
   CoverageReport coverage;
-  coverage.implementation = {{"name", "tiny<js>"}, {"version", "0.1"}, {"protocol", 1}};
+  coverage.implementation = {{"name", "tiny<js>"}, {"version", "0.1"}, {"protocol", 1},
+                             {"emulated", {".grad slots", "no_grad"}}};
   coverage.left_out_cases.push_back({"tut000-adam-defaults", "no float64", {"adam"}});
   report.coverage = coverage;
 
@@ -100,6 +101,7 @@ TEST(ConformanceMatrix, CountsPerAreaFromTheReportWritersOwnJson) {
   ASSERT_EQ(m.implementations.size(), 1u);
   const MatrixImplementation& impl = m.implementations[0];
   EXPECT_EQ(impl.name, "tiny<js> 0.1");  // the hello's name and version
+  EXPECT_EQ(impl.emulated, (std::vector<std::string>{".grad slots", "no_grad"}));
   EXPECT_EQ(impl.total.passed, 1);
   EXPECT_EQ(impl.total.failed, 2);
   EXPECT_EQ(impl.total.known, 1);
@@ -143,6 +145,8 @@ TEST(ConformanceMatrix, ReportsOfOneImplementationAddUpAndWritersEscape) {
   const std::string md = conformance_matrix_markdown(m);
   EXPECT_NE(md.find("| tiny<js> 0.1 | 2 / 4 (2 known) / 4 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| `random-1` | autograd, adam | **no** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Emulated by the adapter (these cases test the adapter, not the framework):\n\n- .grad slots\n"),
+            std::string::npos) << md;
   const std::string html = conformance_matrix_html(m, 1);
   EXPECT_EQ(html.find("tiny<js>"), std::string::npos);  // escaped
   EXPECT_NE(html.find("tiny&lt;js&gt; 0.1"), std::string::npos);

@@ -34,6 +34,10 @@
 //    no_output / no_such_group error where the library has no such call at all.
 'use strict';
 
+// Keep stdout for answers only: anything the library logs goes to stderr.
+for (const k of ['log', 'info', 'warn', 'debug', 'trace']) {
+  console[k] = (...args) => process.stderr.write(args.map(String).join(' ') + '\n');
+}
 const fs = require('fs');
 const path = require('path');
 const readline = require('readline');
@@ -168,6 +172,7 @@ function staticCheck(program) {
   if (program.loss) exprs.push(program.loss);
   const opt = program.optimizer;
   if (opt) {
+    if (!['sgd', 'adam', 'adamw'].includes(opt.type)) throw new Unsupported('optimizer ' + opt.type);
     if (opt.groups) {
       if (opt.groups.length > 1 || (opt.groups.length === 1 && opt.groups[0].options))
         throw new Unsupported('param_groups');
@@ -355,7 +360,7 @@ class Engine {
         return;
       }
       default:
-        throw new EngineError('other', `unknown action '${action.action}'`);
+        throw new Unsupported(`action ${action.action}`);
     }
   }
 
