@@ -65,7 +65,9 @@ RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std:
     c.areas = r.areas;
     // The error per record of a case that did not pass (the report's drift table, the matrix's plot).
     if (r.status != ReplayStatus::Passed && r.status != ReplayStatus::Skipped) c.result.growth = r.growth;
-    c.result.passed = r.status == ReplayStatus::Passed;
+    // A case that only masked differences (or an expected failure that passed by masks) has no failure to report.
+    c.result.passed = r.status == ReplayStatus::Passed ||
+                      (r.status == ReplayStatus::ExpectedFailure && r.differences.empty() && r.failure.empty());
     if (r.differences.empty() && !r.failure.empty())
       c.result.engine_failure = r.failure + (r.stderr_excerpt.empty() ? "" : "\nstderr:\n" + r.stderr_excerpt);
     switch (r.status) {

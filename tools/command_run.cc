@@ -268,7 +268,8 @@ int command_run(const RunArgs& args) {
       } else {
         r.program.reset();
       }
-      r.areas = feature_areas(program);
+      // A failure counts in the areas of the program the report shows (shrunk: the smallest that still fails).
+      r.areas = feature_areas(r.program ? *r.program : program);
       random.add(r.status);
       report.cases.push_back(std::move(r));
       progress.show(i - first + 1, random);

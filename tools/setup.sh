@@ -29,7 +29,6 @@ packages=(
   libexpat1-dev         # a real XML parser for the JUnit report test
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
-  nodejs                # the JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch)
 )
 
 missing=()
@@ -37,7 +36,9 @@ for p in "${packages[@]}"; do
   status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
-# Debian's nodejs comes without npm (package npm); a nodejs that ships its own npm conflicts with that package.
+# The JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch) need node and npm, from Debian (nodejs and npm)
+# unless the machine has them otherwise: a nodejs that ships its own npm conflicts with Debian's npm package.
+command -v node > /dev/null || missing+=(nodejs)
 command -v npm > /dev/null || missing+=(npm)
 
 if ((${#missing[@]})); then
@@ -57,6 +58,7 @@ fi
 # installed again only when a lockfile changes; --ignore-scripts: no package builds native code or fetches anything
 # outside npm's registry (js-pytorch's optional GPU dependency would).
 for dir in tools/adapters/tfjs tools/adapters/jspytorch; do
+  [[ "$mode" == run ]] && break  # `run` checks impl only: no adapter, no registry needed
   if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.lockstep-installed-lock.json" 2>/dev/null; then
     echo "setup: npm ci in $dir"
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)

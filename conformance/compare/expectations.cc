@@ -61,7 +61,7 @@ std::optional<size_t> first_action_in_situation(const Program& program, const st
     for (size_t i = 0; i < program.actions.size(); ++i) {
       const Action& a = program.actions[i];
       if (a.kind == ActionKind::Forward) {
-        held = true;
+        held = !a.no_grad;  // a no_grad output cannot be backpropagated (no_grad_fn): never "already" either
         backpropagated = false;
       } else if (a.kind == ActionKind::Backward && held) {
         if (backpropagated) return i;
@@ -87,7 +87,9 @@ std::optional<size_t> first_action_in_situation(const Program& program, const st
           defined.insert(held.begin(), held.end());
           break;
         case ActionKind::ZeroGrad:
-          // zero_grad() without set_to_none keeps grads defined (the 1.13 default; SEM-12.1).
+          // zero_grad() without set_to_none is taken as the 1.13 default, zeroing (SEM-12.1): for an implementation
+          // whose default is none the situation may start later than this finds, so such a mask covers less, never
+          // more.
           if (a.set_to_none && *a.set_to_none) defined.clear();
           break;
         case ActionKind::SetGradNone:
@@ -219,7 +221,11 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
     e.from = r.string("from");
     const auto& known = record_situations();
     if (std::none_of(known.begin(), known.end(), [&](const auto& s) { return s.first == e.from; }))
-      throw JsonError(r.pointer("from"), fmt::format("unknown situation '{}' (known: repeated_backward, step_without_grad)", e.from));
+    {
+      std::vector<std::string> names;
+      for (const auto& s : known) names.push_back(s.first);
+      throw JsonError(r.pointer("from"), fmt::format("unknown situation '{}' (known: {})", e.from, fmt::join(names, ", ")));
+    }
     if (e.fields.empty()) throw JsonError(r.pointer("from"), "\"from\" narrows a mask: give \"fields\" too");
   }
   for (const char* key : {"expected", "actual"}) {

@@ -79,7 +79,8 @@ const std::vector<std::string>& expectation_categories();
 //   repeated_backward   a backward of an output that an earlier backward already backpropagated (the second
 //                       backward through a retained graph, or through a freed one)
 //   step_without_grad   a step while a parameter of the optimizer's groups has no grad (None): never reached by a
-//                       backward, or set to None since (zero_grad(set_to_none=True), param.grad = None)
+//                       backward, or set to None since (zero_grad(set_to_none=True), param.grad = None; zero_grad()
+//                       counts as the 1.13 default, zeroing)
 const std::vector<std::pair<std::string, std::string>>& record_situations();
 // The index of the first action of `program` in situation `name`; nullopt when none is.
 std::optional<size_t> first_action_in_situation(const Program& program, const std::string& name);

@@ -67,10 +67,10 @@ struct Builder {
     return b;
   }
 
-  // forward(loss) / backward(retain) [per loss], backward again through the last graph (the grads accumulate
-  // from the forward's saved values), then a step. The step comes last: a backward after a step meets the
-  // frameworks' legitimately different version counters (profile pytorch-python, SEM-11.10), which would keep
-  // every Python-API implementation away from the whole corpus.
+  // forward(loss) / backward(retain) [per loss], backward again through the last graph (the grads accumulate),
+  // then a step. The step comes last: a backward after a step meets the frameworks' legitimately different
+  // version counters (profile pytorch-python, SEM-11.10), which would keep every Python-API implementation away
+  // from the whole corpus.
   void finish(const std::vector<std::pair<ExprPtr, int64_t>>& losses) {
     OptimizerSpec sgd;
     sgd.kind = OptimizerKind::SGD;

@@ -6,10 +6,11 @@
 //
 // Each program: parameters holding the edge values, a forward of the op itself (element-wise ops keep
 // their shape), a backward with an explicit, uneven gradient and retain_graph, a second backward through the
-// retained graph (the grads accumulate from the forward's saved values, SEMANTICS §2.5, §3.2), and an SGD step
-// (lr 0.5). No backward follows the step, so that every framework can replay the corpus (a backward after a
-// step meets legitimately different version counters, SEM-11.10). `lockstep fixtures generate` runs them on
-// the oracle.
+// retained graph (the grads accumulate, SEMANTICS §2.5, §3.2), and an SGD step (lr 0.5). No backward follows the
+// step, so that every framework can replay the corpus (a backward after a step meets legitimately different
+// version counters, SEM-11.10); which saved operand a backward reads after a step (SEMANTICS §2.8, §2.9) is left
+// to the random programs' episodes (coverage cells "retained graph stepped, backward again" and "activation of a
+// param, stepped, backward again") and named cases. `lockstep fixtures generate` runs them on the oracle.
 //
 // Example:
 //   for (const OpEdgeProgram& p : op_edge_programs()) ... p.id == "op-relu-zero-f32", p.program ...

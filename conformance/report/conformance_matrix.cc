@@ -100,8 +100,10 @@ class ReportReader {
       const std::string p = json_pointer_append(dp, i);
       if (!diffs[i].contains("ulp_error")) continue;  // structural differences have none
       at_failure = std::max(at_failure, ulps(diffs[i].at("ulp_error"), json_pointer_append(p, "ulp_error")));
-      if (m.allowed_ulps == 0 && diffs[i].contains("allowed_ulps"))
-        m.allowed_ulps = ulps(diffs[i].at("allowed_ulps"), json_pointer_append(p, "allowed_ulps"));
+      if (m.allowed_ulps == 0 && diffs[i].contains("allowed_ulps")) {
+        const double bound = ulps(diffs[i].at("allowed_ulps"), json_pointer_append(p, "allowed_ulps"));
+        if (std::isfinite(bound)) m.allowed_ulps = bound;  // an "exact" rule has no line to draw
+      }
     }
     std::optional<int64_t> failed_index;
     if (f.contains("action_index") && !f.at("action_index").is_null())
@@ -145,36 +147,53 @@ class ReportReader {
     }
   }
 
+  // A case id already read for the implementation (a named case is a fixture in replay and a case live) counts
+  // once, with the worse outcome: an unexplained failure, a known one, a pass, unsupported.
+  static void add_case(MatrixImplementation& impl, MatrixCase c) {
+    auto rank = [](const MatrixCase& x) {
+      return x.outcome == MatrixOutcome::Failed ? (x.known ? 2 : 3) : x.outcome == MatrixOutcome::Passed ? 1 : 0;
+    };
+    for (MatrixCase& seen : impl.cases)
+      if (seen.id == c.id) {
+        if (rank(c) > rank(seen)) seen = std::move(c);
+        return;
+      }
+    impl.cases.push_back(std::move(c));
+  }
+
+  // The hello the report holds (coverage.implementation), or null.
+  const Json* hello() const {
+    if (!doc_.contains("coverage") || !doc_.at("coverage").is_object()) return nullptr;
+    const Json& cov = doc_.at("coverage");
+    if (!cov.contains("implementation") || !cov.at("implementation").is_object()) return nullptr;
+    return &cov.at("implementation");
+  }
+
   // The implementation's name: the hello's name and version, else the engine's name.
   std::string implementation() const {
-    if (doc_.contains("coverage") && doc_.at("coverage").is_object()) {
-      const Json& cov = doc_.at("coverage");
-      if (cov.contains("implementation") && cov.at("implementation").is_object()) {
-        const Json& hello = cov.at("implementation");
-        const std::string p = "/coverage/implementation";
-        std::string name = optional_text(hello, p, "name");
-        const std::string version = optional_text(hello, p, "version");
-        if (!name.empty()) return version.empty() ? name : name + " " + version;
-      }
+    if (const Json* h = hello()) {
+      const std::string p = "/coverage/implementation";
+      const std::string name = optional_text(*h, p, "name"), version = optional_text(*h, p, "version");
+      if (!name.empty()) return version.empty() ? name : name + " " + version;
     }
     return text(doc_, "", "under_test");
   }
 
   std::vector<std::string> emulated() const {
-    if (!doc_.contains("coverage") || !doc_.at("coverage").is_object()) return {};
-    const Json& cov = doc_.at("coverage");
-    if (!cov.contains("implementation") || !cov.at("implementation").is_object()) return {};
-    const Json& hello = cov.at("implementation");
-    if (!hello.contains("emulated")) return {};
-    return strings_from_json(hello.at("emulated"), "/coverage/implementation/emulated");
+    const Json* h = hello();
+    if (!h || !h->contains("emulated")) return {};
+    return strings_from_json(h->at("emulated"), "/coverage/implementation/emulated");
   }
 
   void read_into(MatrixImplementation& impl) const {
     for (const std::string& e : emulated())
       if (std::find(impl.emulated.begin(), impl.emulated.end(), e) == impl.emulated.end()) impl.emulated.push_back(e);
     const Json& cases = member(doc_, "", "cases", Json::value_t::array);
-    for (size_t i = 0; i < cases.size(); ++i)
-      impl.cases.push_back(read_case(cases[i], json_pointer_append(std::string("/cases"), i)));
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::string p = json_pointer_append(std::string("/cases"), i);
+      if (!cases[i].is_object()) fail(p, std::string("expected a case (an object), found ") + json_type_name(cases[i]));
+      add_case(impl, read_case(cases[i], p));
+    }
     if (doc_.contains("coverage") && doc_.at("coverage").is_object() &&
         doc_.at("coverage").contains("left_out_cases")) {
       const std::string lp = "/coverage/left_out_cases";
@@ -187,7 +206,7 @@ class ReportReader {
         m.outcome = MatrixOutcome::Unsupported;
         m.summary = "left out: " + optional_text(left[i], p, "reason");
         m.areas = areas(left[i], p);
-        impl.cases.push_back(std::move(m));
+        add_case(impl, std::move(m));
       }
     }
   }
@@ -303,24 +322,28 @@ ConformanceMatrix read_conformance_reports(const std::vector<std::string>& paths
       throw InputError(path, e.pointer(), e.message());
     }
     ReportReader reader(doc, path);
-    if (!doc.is_object()) reader.fail("", std::string("expected a lockstep report (an object), found ") + json_type_name(doc));
-    const std::string format = reader.text(doc, "", "format");
-    if (format != "lockstep-report/1")
-      reader.fail("/format", "'" + format + "' is not a lockstep report format this lockstep reads (lockstep-report/1)");
-    const std::string name = reader.implementation();
-    auto it = std::find_if(m.implementations.begin(), m.implementations.end(),
-                           [&](const MatrixImplementation& i) { return i.name == name; });
-    if (it == m.implementations.end()) {
-      m.implementations.push_back(MatrixImplementation{name, {}, {}, {}, {}, {}});
-      it = m.implementations.end() - 1;
+    try {
+      if (!doc.is_object()) reader.fail("", std::string("expected a lockstep report (an object), found ") + json_type_name(doc));
+      const std::string format = reader.text(doc, "", "format");
+      if (format != "lockstep-report/1")
+        reader.fail("/format", "'" + format + "' is not a lockstep report format this lockstep reads (lockstep-report/1)");
+      const std::string name = reader.implementation();
+      auto it = std::find_if(m.implementations.begin(), m.implementations.end(),
+                             [&](const MatrixImplementation& i) { return i.name == name; });
+      if (it == m.implementations.end()) {
+        m.implementations.push_back(MatrixImplementation{name, {}, {}, {}, {}, {}});
+        it = m.implementations.end() - 1;
+      }
+      it->reports.push_back(path);
+      reader.read_into(*it);
+    } catch (const JsonError& e) {  // a field of the wrong type deep in a case (json_reader.h's typed readers)
+      throw InputError(path, e.pointer(), e.message());
     }
-    it->reports.push_back(path);
-    const size_t first = it->cases.size();
-    reader.read_into(*it);
-    for (size_t i = first; i < it->cases.size(); ++i) {
-      const MatrixCase& c = it->cases[i];
-      add(it->total, c);
-      for (const std::string& area : c.areas) add(it->by_area[area], c);
+  }
+  for (MatrixImplementation& impl : m.implementations) {
+    for (const MatrixCase& c : impl.cases) {
+      add(impl.total, c);
+      for (const std::string& area : c.areas) add(impl.by_area[area], c);
     }
   }
   return m;
@@ -330,7 +353,8 @@ std::string conformance_matrix_markdown(const ConformanceMatrix& m) {
   std::string out = "# Conformance matrix\n\n";
   out += "Cases per implementation and feature area: **passed / failed / unsupported**. Failed includes the known "
          "deviations (failures an expectations file explains), counted again in parentheses. A case counts in every "
-         "area its program exercises (conformance/program/feature_areas.h), once in the total.\n\n";
+         "area its program exercises (conformance/program/feature_areas.h), once in the total; a case id in several "
+         "reports of one implementation (a named case replayed and run live) counts once, with its worse outcome.\n\n";
   out += "| implementation | total |";
   for (const std::string& a : all_feature_areas()) out += " " + a + " |";
   out += "\n|---|---|";
@@ -345,10 +369,10 @@ std::string conformance_matrix_markdown(const ConformanceMatrix& m) {
     out += "\n";
   }
   for (const MatrixImplementation& impl : m.implementations) {
-    out += fmt::format("\n## {}\n\nReports: {}\n\n", impl.name,
+    out += fmt::format("\n## {}\n\nReports: {}\n\n", markdown_cell(impl.name),
                        [&] {
                          std::string s;
-                         for (const std::string& r : impl.reports) s += (s.empty() ? "`" : ", `") + r + "`";
+                         for (const std::string& r : impl.reports) s += (s.empty() ? "`" : ", `") + markdown_cell(r) + "`";
                          return s;
                        }());
     if (!impl.emulated.empty()) {
@@ -394,7 +418,8 @@ std::string conformance_matrix_html(const ConformanceMatrix& m, size_t max_plots
       "</style></head><body>\n<h1>Conformance matrix</h1>\n"
       "<p>Cases per implementation and feature area: <b>passed / failed / unsupported</b>. Failed includes the known "
       "deviations (failures an expectations file explains), counted again in parentheses. A case counts in every "
-      "area its program exercises, once in the total.</p>\n<table>\n<tr><th>implementation</th><th>total</th>";
+      "area its program exercises, once in the total; a case id in several reports of one implementation counts once, "
+      "with its worse outcome.</p>\n<table>\n<tr><th>implementation</th><th>total</th>";
   for (const std::string& a : all_feature_areas()) out += "<th>" + xml_escape(a) + "</th>";
   out += "</tr>\n";
   for (const MatrixImplementation& impl : m.implementations) {
@@ -425,7 +450,9 @@ std::string conformance_matrix_html(const ConformanceMatrix& m, size_t max_plots
       ++plotted;
       out += fmt::format("<div class=\"case\"><code>{}</code>{}<div class=\"summary\">{}</div>", xml_escape(c.id),
                          c.known ? " (known)" : " <b>(not explained)</b>", xml_escape(c.summary));
-      out += c.ulps.empty() ? std::string("<p>No numbers compared (a structural or driver failure).</p>") : ulp_plot(c);
+      out += c.ulps.empty() ? std::string("<p>No per-action errors in the report (a structural or driver failure, or "
+                                          "an in-process run that records none).</p>")
+                            : ulp_plot(c);
       out += "</div>\n";
     }
     if (failing == 0) out += "<p>No failing case.</p>\n";

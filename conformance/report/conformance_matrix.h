@@ -5,7 +5,8 @@
 // (the report's per-record growth rows): the drift a reader would rather see than read.
 //
 // Counting, per implementation (the hello's name and version, else the engine's name; several reports of
-// one implementation add up), per area a case's program exercises:
+// one implementation add up, a case id found in more than one of them counting once, with its worse outcome),
+// per area a case's program exercises:
 //   passed       the case passed (differences an API profile accepts included: that is the declared API)
 //   failed       the case failed, or failed as an expectation says (a known deviation: counted as failed and
 //                also as known, because the matrix says where an implementation is not PyTorch's, not

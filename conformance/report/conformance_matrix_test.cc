@@ -5,6 +5,8 @@
 #include <fstream>
 #include <limits>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "conformance/program/program_json.h"
@@ -15,8 +17,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A file in a folder of this test process (ctest runs the tests of this file in parallel processes).
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / "lockstep-matrix-test";
+  const fs::path dir = fs::temp_directory_path() /
+                       ("lockstep-matrix-test-" + std::to_string(::getpid()) + "-" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::create_directories(dir);
   const std::string path = (dir / name).string();
   std::ofstream(path) << text;
@@ -136,25 +141,43 @@ TEST(ConformanceMatrix, ReportsOfOneImplementationAddUpAndWritersEscape) {
   RunReport other = driver_run();
   other.coverage->implementation = nullptr;  // an in-process engine: named by under_test
   const std::string b = write_temp("b.json", report_json_text(other));
-  const ConformanceMatrix m = read_conformance_reports({a, a, b});
+  RunReport third = driver_run();
+  third.cases[0].status = CaseStatus::Failed;  // random-0 fails in this one: the worse outcome counts
+  third.cases[0].result.passed = false;
+  third.cases[0].result.failed_action = 0;
+  third.cases[0].result.failed_action_name = "forward";
+  third.cases[0].id = "random-0";
+  const std::string c = write_temp("c.json", report_json_text(third));
+  const ConformanceMatrix m = read_conformance_reports({a, a, b, c});
   ASSERT_EQ(m.implementations.size(), 2u);
-  EXPECT_EQ(m.implementations[0].total.passed, 2);
-  EXPECT_EQ(m.implementations[0].reports.size(), 2u);
+  // One case per id: a, a and c are the same five cases (random-0 failing in c).
+  EXPECT_EQ(m.implementations[0].cases.size(), 5u);
+  EXPECT_EQ(m.implementations[0].total.passed, 0);
+  EXPECT_EQ(m.implementations[0].total.failed, 3);
+  EXPECT_EQ(m.implementations[0].total.known, 1);
+  EXPECT_EQ(m.implementations[0].reports.size(), 3u);
   EXPECT_EQ(m.implementations[1].name, "driver");
 
   const std::string md = conformance_matrix_markdown(m);
-  EXPECT_NE(md.find("| tiny<js> 0.1 | 2 / 4 (2 known) / 4 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny<js> 0.1 | 0 / 3 (1 known) / 2 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| `random-1` | autograd, adam | **no** |"), std::string::npos) << md;
   EXPECT_NE(md.find("Emulated by the adapter (these cases test the adapter, not the framework):\n\n- .grad slots\n"),
             std::string::npos) << md;
   const std::string html = conformance_matrix_html(m, 1);
   EXPECT_EQ(html.find("tiny<js>"), std::string::npos);  // escaped
   EXPECT_NE(html.find("tiny&lt;js&gt; 0.1"), std::string::npos);
-  size_t plots = 0;
-  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++plots;
-  EXPECT_EQ(plots, 2u);  // max_plots 1 per implementation
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<div class=\"case\">"), 2u);  // max_plots 1 per implementation
+  EXPECT_EQ(count("<svg"), 1u);  // tiny's first failing case (random-0, failing in c) has no per-action errors
+  EXPECT_NE(html.find("No per-action errors in the report"), std::string::npos);
   EXPECT_NE(html.find("more failing cases are not plotted"), std::string::npos);
-  EXPECT_EQ(html.find("http://") , html.find("http://www.w3.org/2000/svg"));  // no external resource
+  // Nothing loaded from outside: the only URL is the SVG namespace.
+  for (const char* outside : {"src=", "href=", "https:", "@import", "url("}) EXPECT_EQ(html.find(outside), std::string::npos) << outside;
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
 }
 
 TEST(ConformanceMatrix, BadReportsNameTheFileAndPointer) {
@@ -182,6 +205,33 @@ TEST(ConformanceMatrix, BadReportsNameTheFileAndPointer) {
                 .find("/cases/0/failure: missing"),
             std::string::npos);
   EXPECT_EQ(error_of("{\"format\": ").find("no error"), std::string::npos);  // truncated JSON
+  // Wrong types deep inside (json_reader.h's typed readers) still name the file (error_of checks it) and pointer.
+  const std::string head = "{\"format\": \"lockstep-report/1\", \"under_test\": \"x\", \"cases\": ";
+  EXPECT_NE(error_of(head + "[{\"id\": \"a\", \"status\": \"passed\", \"areas\": \"sgd\"}]}").find("/cases/0/areas"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "[7]}").find("/cases/0: expected a case"), std::string::npos);
+  EXPECT_NE(error_of(head + "[], \"coverage\": {\"implementation\": {\"name\": \"n\", \"emulated\": 3}}}")
+                .find("/coverage/implementation/emulated"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "[{\"id\": \"a\", \"status\": \"failed\", \"failure\": {\"summary\": \"s\", "
+                     "\"differences\": [], \"action_index\": 1.5}}]}")
+                .find("/cases/0/failure/action_index"),
+            std::string::npos);
+}
+
+TEST(ConformanceMatrix, LongSummariesAreCutAtACharacterBoundaryInMarkdown) {
+  RunReport r;
+  r.under_test_engine = "x";
+  CaseReport masked;  // passed with a masked difference only: a known deviation without a failure
+  masked.id = "random-3";
+  masked.status = CaseStatus::Known;
+  masked.known_reason = std::string(236, 'a') + "→→→→→";  // the cut (237 bytes) falls inside the first arrow
+  r.cases.push_back(masked);
+  const ConformanceMatrix m = read_conformance_reports({write_temp("long.json", report_json_text(r))});
+  ASSERT_EQ(m.implementations.size(), 1u);
+  EXPECT_TRUE(m.implementations[0].cases[0].known);
+  const std::string md = conformance_matrix_markdown(m);
+  EXPECT_NE(md.find("| " + std::string(236, 'a') + "... |"), std::string::npos) << md;
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ if [ "$replay_rc" = 2 ]; then
   exit 1
 fi
 "$lockstep" run --engine "$engine" --expectations "$expectations" "${extra[@]}" --count "$count" --seed 1 --timeout-ms 60000 \
+  --shrink-seconds 1 \
   --report-dir "$work/run" > "$work/run.log" 2>&1
 
 fail=0

@@ -8,7 +8,7 @@ set -u
 lockstep="$1"; out="$2"; shift 2
 reports=()
 for root in "$@"; do
-  while IFS= read -r f; do reports+=("$f"); done < <(find "$root" -name 'replay-report.json' -o -name 'lockstep-report.json' | sort)
+  while IFS= read -r f; do reports+=("$f"); done < <(find "$root" -name 'replay-report.json' -o -name 'lockstep-report.json' | LC_ALL=C sort)
 done
 if [ "${#reports[@]}" = 0 ]; then echo "check_matrix: no reports under $*"; exit 1; fi
 rm -rf "$out"
@@ -16,7 +16,7 @@ rm -rf "$out"
 python3 - "$out/conformance-matrix.html" "$out/conformance-matrix.md" "${#reports[@]}" <<'PY'
 import re, sys, xml.etree.ElementTree as ET
 from html.parser import HTMLParser
-html, md, n = open(sys.argv[1]).read(), open(sys.argv[2]).read(), int(sys.argv[3])
+html, md, n = open(sys.argv[1], encoding="utf-8").read(), open(sys.argv[2], encoding="utf-8").read(), int(sys.argv[3])
 class Check(HTMLParser):
     def __init__(self):
         super().__init__(); self.stack = []

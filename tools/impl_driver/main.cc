@@ -5,7 +5,8 @@
 // input. A request it cannot read is a protocol error: it names the problem on stderr and exits 2 (the
 // harness reports that case as failed and restarts the driver for the next one). The hello line lockstep
 // writes first ({"id": "lockstep-hello", "hello": {...}}) is answered with
-// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 1}}.
+// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 1}} (the name is
+// "impl+MUTANT" with --mutant, the variant's engine name with --variant).
 //
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
 //   lockstep-impl-driver --unsupported amsgrad      # answers "unsupported" for programs tagged amsgrad
@@ -100,7 +101,11 @@ int main(int argc, char** argv) {
       if (request.is_object() && request.contains("hello")) {  // the start-up handshake (PROTOCOL.md 2a)
         nlohmann::ordered_json answer;
         answer["id"] = "lockstep-hello";
-        answer["hello"] = {{"name", "impl"}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
+        // The engine's own name: "impl", "impl+MUTANT", or the variant's, so that reports (and the conformance
+        // matrix) keep a mutant or a variant apart from impl itself.
+        const std::string name = !variant.empty() ? make_variant_engine(variant)->name()
+                                                  : make_impl_engine(mutant)->name();
+        answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
         // What zero_grad() does here is always declared (an undeclared default is taken to be the oracle's,
         // which is "none" with LibTorch 2.x); the version only when chosen.
         if (declare_default) answer["hello"]["pytorch_version"] = default_none ? "2.0" : "1.13";

@@ -12,8 +12,8 @@ rm -rf "$work"; mkdir -p "$work"
 fail=0
 for device in cpu cuda; do
   for mode in single foreach fused; do
-    engine="$python $root/tools/adapters/pytorch_driver.py --mode $mode --device $device"
-    if ! $engine < /dev/null > /dev/null 2> "$work/$mode-$device.probe"; then
+    engine="$python $(printf %q "$root/tools/adapters/pytorch_driver.py") --mode $mode --device $device"
+    if ! sh -c "$engine" < /dev/null > /dev/null 2> "$work/$mode-$device.probe"; then
       echo "check_modes: skipped $mode on $device: $(cat "$work/$mode-$device.probe")"
       continue
     fi
