@@ -9,12 +9,15 @@
 #include <utility>
 #include <vector>
 
+#include "conformance/program/optimizer_descriptions.h"
+#include "impl/adagrad.h"
 #include "impl/adam.h"
 #include "impl/adamw.h"
 #include "impl/autograd.h"
 #include "impl/mutants.h"
 #include "impl/ops.h"
 #include "impl/optimizer.h"
+#include "impl/rmsprop.h"
 #include "impl/sgd.h"
 #include "impl/tensor.h"
 
@@ -78,18 +81,9 @@ void overwrite(const impl::Tensor& t, const TensorValue* v, const std::string& w
 // ---------------------------------------------------------------------------------------------------------
 // Options (SEMANTICS §5.1, §6.1, §7.1), as the oracle engine decides them.
 
-// Options foreign to the optimizer's kind are refused before anything changes.
+// Options foreign to the optimizer's kind are refused before anything changes (optimizer_descriptions.h).
 void check_fields(OptimizerKind kind, const OptimizerOptions& o, const std::string& where) {
-  std::vector<std::string> foreign;
-  if (kind == OptimizerKind::SGD) {
-    if (o.betas) foreign.push_back("betas");
-    if (o.eps) foreign.push_back("eps");
-    if (o.amsgrad) foreign.push_back("amsgrad");
-  } else {
-    if (o.momentum) foreign.push_back("momentum");
-    if (o.dampening) foreign.push_back("dampening");
-    if (o.nesterov) foreign.push_back("nesterov");
-  }
+  const std::vector<std::string> foreign = foreign_options(kind, o);
   if (foreign.empty()) return;
   std::string names;
   for (const auto& n : foreign) names += (names.empty() ? "" : ", ") + n;
@@ -113,6 +107,31 @@ void apply(AdamLikeOptions& to, const OptimizerOptions& o) {
   if (o.amsgrad) to.amsgrad = *o.amsgrad;
 }
 
+void apply(impl::RMSpropOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr = *o.lr;
+  if (o.alpha) to.alpha = *o.alpha;
+  if (o.eps) to.eps = *o.eps;
+  if (o.weight_decay) to.weight_decay = *o.weight_decay;
+  if (o.momentum) to.momentum = *o.momentum;
+  if (o.centered) to.centered = *o.centered;
+}
+
+void apply(impl::AdagradOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr = *o.lr;
+  if (o.lr_decay) to.lr_decay = *o.lr_decay;
+  if (o.weight_decay) to.weight_decay = *o.weight_decay;
+  if (o.initial_accumulator_value) to.initial_accumulator_value = *o.initial_accumulator_value;
+  if (o.eps) to.eps = *o.eps;
+}
+
+// impl's option type of `kind` with its defaults, the given fields set (1.13 rule, SEM-7.1).
+template <class Options>
+std::unique_ptr<impl::OptionsBase> options_of(const OptimizerOptions& o) {
+  auto options = std::make_unique<Options>();
+  apply(*options, o);
+  return options;
+}
+
 impl::SGDOptions sgd_options(const OptimizerOptions& o, const std::string& where) {
   // SEM-5.1: SGD has no default lr; a validated program always gives one.
   if (!o.lr) throw EngineError(error_kind::kInvalidOption, where + ": SGD options need lr (no default)");
@@ -132,11 +151,9 @@ std::unique_ptr<impl::OptionsBase> make_options(OptimizerKind kind, const Optimi
       apply(*options, o);
       return options;
     }
-    case OptimizerKind::AdamW: {
-      auto options = std::make_unique<impl::AdamWOptions>();
-      apply(*options, o);
-      return options;
-    }
+    case OptimizerKind::AdamW: return options_of<impl::AdamWOptions>(o);
+    case OptimizerKind::RMSprop: return options_of<impl::RMSpropOptions>(o);
+    case OptimizerKind::Adagrad: return options_of<impl::AdagradOptions>(o);
   }
   throw EngineError(error_kind::kOther, "unknown optimizer kind");
 }
@@ -163,6 +180,25 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
     }
     case OptimizerKind::Adam: adam_like(static_cast<const impl::AdamOptions&>(options)); break;
     case OptimizerKind::AdamW: adam_like(static_cast<const impl::AdamWOptions&>(options)); break;
+    case OptimizerKind::RMSprop: {
+      const auto& r = static_cast<const impl::RMSpropOptions&>(options);
+      o.lr = r.lr;
+      o.alpha = r.alpha;
+      o.eps = r.eps;
+      o.weight_decay = r.weight_decay;
+      o.momentum = r.momentum;
+      o.centered = r.centered;
+      break;
+    }
+    case OptimizerKind::Adagrad: {
+      const auto& a = static_cast<const impl::AdagradOptions&>(options);
+      o.lr = a.lr;
+      o.lr_decay = a.lr_decay;
+      o.weight_decay = a.weight_decay;
+      o.initial_accumulator_value = a.initial_accumulator_value;
+      o.eps = a.eps;
+      break;
+    }
   }
   return o;
 }
@@ -172,14 +208,7 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
 // Mutant GroupOptionsInheritDefaults (mutants.h, SEM-7.1 [2.x]): the group's fields over the defaults'.
 OptimizerOptions over_defaults(const OptimizerOptions& defaults, const OptimizerOptions& given) {
   OptimizerOptions merged = defaults;
-  if (given.lr) merged.lr = given.lr;
-  if (given.momentum) merged.momentum = given.momentum;
-  if (given.dampening) merged.dampening = given.dampening;
-  if (given.nesterov) merged.nesterov = given.nesterov;
-  if (given.weight_decay) merged.weight_decay = given.weight_decay;
-  if (given.betas) merged.betas = given.betas;
-  if (given.eps) merged.eps = given.eps;
-  if (given.amsgrad) merged.amsgrad = given.amsgrad;
+  for (const std::string& name : all_option_names()) copy_if_set(any_option(name), given, merged);
   return merged;
 }
 
@@ -235,6 +264,18 @@ class ImplEngine : public Engine {
           impl::AdamWOptions defaults;
           apply(defaults, spec.defaults);
           optimizer = std::make_unique<impl::AdamW>(std::move(groups), defaults);
+          break;
+        }
+        case OptimizerKind::RMSprop: {
+          impl::RMSpropOptions defaults;
+          apply(defaults, spec.defaults);
+          optimizer = std::make_unique<impl::RMSprop>(std::move(groups), defaults);
+          break;
+        }
+        case OptimizerKind::Adagrad: {
+          impl::AdagradOptions defaults;
+          apply(defaults, spec.defaults);
+          optimizer = std::make_unique<impl::Adagrad>(std::move(groups), defaults);
           break;
         }
       }
@@ -312,6 +353,8 @@ class ImplEngine : public Engine {
         case OptimizerKind::SGD: apply(static_cast<impl::SGDOptions&>(options), changes); break;
         case OptimizerKind::Adam: apply(static_cast<impl::AdamOptions&>(options), changes); break;
         case OptimizerKind::AdamW: apply(static_cast<impl::AdamWOptions&>(options), changes); break;
+        case OptimizerKind::RMSprop: apply(static_cast<impl::RMSpropOptions&>(options), changes); break;
+        case OptimizerKind::Adagrad: apply(static_cast<impl::AdagradOptions&>(options), changes); break;
       }
     });
   }
@@ -471,27 +514,51 @@ class ImplEngine : public Engine {
     return o;
   }
 
-  // SEM-5.3, SEM-6.2: the state exists from the parameter's first step with a defined grad.
-  OptimizerStateObservation observe_state(const impl::Tensor& p) {
-    OptimizerStateObservation o;
+  // A parameter's optimizer state as impl holds it: the step count and each state tensor by the name of
+  // optimizer_descriptions.h. exists is false without state (SEM-5.3, SEM-6.2, SEM-14.2, SEM-15.2).
+  struct ImplState {
+    bool exists = false;
+    const int64_t* step = nullptr;
+    std::vector<std::pair<const char*, impl::Tensor*>> tensors;
+  };
+
+  ImplState impl_state(const impl::Tensor& p) {
+    ImplState s;
     switch (kind_) {
       case OptimizerKind::SGD:
-        if (const impl::SGDParamState* s = static_cast<impl::SGD&>(*optimizer_).state_of(p)) {
-          o.exists = true;
-          o.momentum_buffer = optional_value(s->momentum_buffer);
-        }
+        if (impl::SGDParamState* t = static_cast<impl::SGD&>(*optimizer_).state_of(p))
+          s = {true, nullptr, {{"momentum_buffer", &t->momentum_buffer}}};
         break;
       case OptimizerKind::Adam:
       case OptimizerKind::AdamW:
-        if (const impl::AdamParamState* s = adam_state(p)) {
-          o.exists = true;
-          o.step = s->step;
-          o.exp_avg = optional_value(s->exp_avg);
-          o.exp_avg_sq = optional_value(s->exp_avg_sq);
-          o.max_exp_avg_sq = optional_value(s->max_exp_avg_sq);
-        }
+        if (impl::AdamParamState* t = adam_state(p))
+          s = {true, &t->step, {{"exp_avg", &t->exp_avg}, {"exp_avg_sq", &t->exp_avg_sq}, {"max_exp_avg_sq", &t->max_exp_avg_sq}}};
+        break;
+      case OptimizerKind::RMSprop:
+        if (impl::RMSpropParamState* t = static_cast<impl::RMSprop&>(*optimizer_).state_of(p))
+          s = {true, &t->step,
+               {{"square_avg", &t->square_avg}, {"momentum_buffer", &t->momentum_buffer}, {"grad_avg", &t->grad_avg}}};
+        break;
+      case OptimizerKind::Adagrad:
+        if (impl::AdagradParamState* t = static_cast<impl::Adagrad&>(*optimizer_).state_of(p))
+          s = {true, &t->step, {{"sum", &t->sum}}};
         break;
     }
+    return s;
+  }
+
+  static std::optional<TensorValue> OptimizerStateObservation::*field_of(const std::string& name) {
+    for (const StateTensorDescription& t : all_state_tensors())
+      if (name == t.name) return t.field;
+    return nullptr;
+  }
+
+  OptimizerStateObservation observe_state(const impl::Tensor& p) {
+    OptimizerStateObservation o;
+    const ImplState s = impl_state(p);
+    o.exists = s.exists;
+    if (s.step) o.step = *s.step;
+    for (const auto& [name, tensor] : s.tensors) o.*field_of(name) = optional_value(*tensor);
     return o;
   }
 
@@ -503,16 +570,9 @@ class ImplEngine : public Engine {
 
   // Overwrites the state tensors' numbers; the step count is structure, not rounding, and is left alone.
   void synchronise_state(const impl::Tensor& p, const OptimizerStateObservation& t, const std::string& name) {
-    auto value = [](const std::optional<TensorValue>& v) { return v ? &*v : nullptr; };
-    if (kind_ == OptimizerKind::SGD) {
-      if (impl::SGDParamState* s = static_cast<impl::SGD&>(*optimizer_).state_of(p))
-        overwrite(s->momentum_buffer, value(t.momentum_buffer), name + ".momentum_buffer");
-      return;
-    }
-    if (impl::AdamParamState* s = adam_state(p)) {
-      overwrite(s->exp_avg, value(t.exp_avg), name + ".exp_avg");
-      overwrite(s->exp_avg_sq, value(t.exp_avg_sq), name + ".exp_avg_sq");
-      overwrite(s->max_exp_avg_sq, value(t.max_exp_avg_sq), name + ".max_exp_avg_sq");
+    for (const auto& [field, tensor] : impl_state(p).tensors) {
+      const std::optional<TensorValue>& target = t.*field_of(field);
+      overwrite(*tensor, target ? &*target : nullptr, name + "." + field);
     }
   }
 

@@ -4,8 +4,10 @@
 
 #include <c10/util/Exception.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 #include <torch/version.h>
 
@@ -17,6 +19,8 @@
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 
@@ -48,6 +52,9 @@ std::string classify_message(const std::string& message) {
       {"Invalid epsilon value", error_kind::kInvalidOption},                                            // SEM-6.1
       {"Invalid beta parameter", error_kind::kInvalidOption},
       {"Nesterov momentum requires", error_kind::kInvalidOption},
+      {"Invalid alpha value", error_kind::kInvalidOption},                                              // SEM-14.1
+      {"Invalid lr_decay value", error_kind::kInvalidOption},                                           // SEM-15.1
+      {"Invalid initial_accumulator_value value", error_kind::kInvalidOption},
       {"can't optimize a non-leaf", error_kind::kNonLeafParameter},                                     // SEM-7.3
       {"more than one parameter group", error_kind::kDuplicateParameter},                               // SEM-7.4
       {"invalid gradient at index", error_kind::kGradientShape},  // explicit gradient shaped unlike the output
@@ -119,32 +126,14 @@ torch::Tensor index_tensor(const std::vector<int64_t>& indices) {
 // ---------------------------------------------------------------------------------------------------------
 // Options (SEMANTICS §5.1, §6.1, §7.1).
 
-const char* kind_name(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::SGD: return "sgd";
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::AdamW: return "adamw";
-  }
-  return "?";
-}
-
-// Options foreign to the optimizer's kind are refused before anything changes.
+// Options foreign to the optimizer's kind are refused before anything changes (optimizer_descriptions.h).
 void check_fields(OptimizerKind kind, const OptimizerOptions& o, const std::string& where) {
-  std::vector<std::string> foreign;
-  if (kind == OptimizerKind::SGD) {
-    if (o.betas) foreign.push_back("betas");
-    if (o.eps) foreign.push_back("eps");
-    if (o.amsgrad) foreign.push_back("amsgrad");
-  } else {
-    if (o.momentum) foreign.push_back("momentum");
-    if (o.dampening) foreign.push_back("dampening");
-    if (o.nesterov) foreign.push_back("nesterov");
-  }
+  const std::vector<std::string> foreign = foreign_options(kind, o);
   if (!foreign.empty()) {
     std::string names;
     for (const auto& n : foreign) names += (names.empty() ? "" : ", ") + n;
     throw EngineError(error_kind::kInvalidOption,
-                      where + ": " + names + " is not an option of " + kind_name(kind));
+                      where + ": " + names + " is not an option of " + optimizer_name(kind));
   }
 }
 
@@ -163,6 +152,39 @@ void apply(AdamLikeOptions& to, const OptimizerOptions& o) {
   if (o.eps) to.eps(*o.eps);
   if (o.weight_decay) to.weight_decay(*o.weight_decay);
   if (o.amsgrad) to.amsgrad(*o.amsgrad);
+}
+
+void apply(torch::optim::RMSpropOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr(*o.lr);
+  if (o.alpha) to.alpha(*o.alpha);
+  if (o.eps) to.eps(*o.eps);
+  if (o.weight_decay) to.weight_decay(*o.weight_decay);
+  if (o.momentum) to.momentum(*o.momentum);
+  if (o.centered) to.centered(*o.centered);
+}
+
+void apply(torch::optim::AdagradOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr(*o.lr);
+  if (o.lr_decay) to.lr_decay(*o.lr_decay);
+  if (o.weight_decay) to.weight_decay(*o.weight_decay);
+  if (o.initial_accumulator_value) to.initial_accumulator_value(*o.initial_accumulator_value);
+  if (o.eps) to.eps(*o.eps);
+}
+
+template <class Options>
+std::unique_ptr<torch::optim::OptimizerOptions> options_of(const OptimizerOptions& o) {
+  auto options = std::make_unique<Options>();
+  apply(*options, o);
+  return options;
+}
+
+// A constructed optimizer of LibTorch's type, from its option type's defaults with the given fields set.
+template <class Optimizer, class Options>
+std::unique_ptr<torch::optim::Optimizer> optimizer_of(std::vector<torch::optim::OptimizerParamGroup> groups,
+                                                      const OptimizerOptions& o) {
+  Options defaults;
+  apply(defaults, o);
+  return std::make_unique<Optimizer>(std::move(groups), defaults);
 }
 
 torch::optim::SGDOptions sgd_options(const OptimizerOptions& o, const std::string& where) {
@@ -185,18 +207,31 @@ std::unique_ptr<torch::optim::OptimizerOptions> make_options(OptimizerKind kind,
       apply(*options, o);
       return options;
     }
-    case OptimizerKind::AdamW: {
-      auto options = std::make_unique<torch::optim::AdamWOptions>();
-      apply(*options, o);
-      return options;
-    }
+    case OptimizerKind::AdamW: return options_of<torch::optim::AdamWOptions>(o);
+    case OptimizerKind::RMSprop: return options_of<torch::optim::RMSpropOptions>(o);
+    case OptimizerKind::Adagrad: return options_of<torch::optim::AdagradOptions>(o);
   }
   throw EngineError(error_kind::kOther, "unknown optimizer kind");
 }
 
 OptimizerOptions observe_options(OptimizerKind kind, const torch::optim::OptimizerOptions& options) {
   OptimizerOptions o;
-  if (kind == OptimizerKind::SGD) {
+  if (kind == OptimizerKind::RMSprop) {
+    const auto& r = static_cast<const torch::optim::RMSpropOptions&>(options);
+    o.lr = r.lr();
+    o.alpha = r.alpha();
+    o.eps = r.eps();
+    o.weight_decay = r.weight_decay();
+    o.momentum = r.momentum();
+    o.centered = r.centered();
+  } else if (kind == OptimizerKind::Adagrad) {
+    const auto& a = static_cast<const torch::optim::AdagradOptions&>(options);
+    o.lr = a.lr();
+    o.lr_decay = a.lr_decay();
+    o.weight_decay = a.weight_decay();
+    o.initial_accumulator_value = a.initial_accumulator_value();
+    o.eps = a.eps();
+  } else if (kind == OptimizerKind::SGD) {
     const auto& s = static_cast<const torch::optim::SGDOptions&>(options);
     o.lr = s.lr();
     o.momentum = s.momentum();
@@ -284,6 +319,12 @@ class TorchEngine : public Engine {
           optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
           break;
         }
+        case OptimizerKind::RMSprop:
+          optimizer = optimizer_of<torch::optim::RMSprop, torch::optim::RMSpropOptions>(std::move(groups), spec.defaults);
+          break;
+        case OptimizerKind::Adagrad:
+          optimizer = optimizer_of<torch::optim::Adagrad, torch::optim::AdagradOptions>(std::move(groups), spec.defaults);
+          break;
       }
       optimizer_ = std::move(optimizer);
       kind_ = spec.kind;
@@ -390,6 +431,8 @@ class TorchEngine : public Engine {
         case OptimizerKind::SGD: apply(static_cast<torch::optim::SGDOptions&>(options), changes); break;
         case OptimizerKind::Adam: apply(static_cast<torch::optim::AdamOptions&>(options), changes); break;
         case OptimizerKind::AdamW: apply(static_cast<torch::optim::AdamWOptions&>(options), changes); break;
+        case OptimizerKind::RMSprop: apply(static_cast<torch::optim::RMSpropOptions&>(options), changes); break;
+        case OptimizerKind::Adagrad: apply(static_cast<torch::optim::AdagradOptions&>(options), changes); break;
       }
     });
   }
@@ -570,6 +613,20 @@ class TorchEngine : public Engine {
         break;
       case OptimizerKind::Adam: adam_like(static_cast<const torch::optim::AdamParamState&>(*it->second)); break;
       case OptimizerKind::AdamW: adam_like(static_cast<const torch::optim::AdamWParamState&>(*it->second)); break;
+      case OptimizerKind::RMSprop: {
+        const auto& s = static_cast<const torch::optim::RMSpropParamState&>(*it->second);
+        o.step = s.step();
+        o.square_avg = tensor(s.square_avg());
+        o.momentum_buffer = tensor(s.momentum_buffer());  // defined only when created with momentum
+        o.grad_avg = tensor(s.grad_avg());                // defined only when created centered
+        break;
+      }
+      case OptimizerKind::Adagrad: {
+        const auto& s = static_cast<const torch::optim::AdagradParamState&>(*it->second);
+        o.step = s.step();
+        o.sum = tensor(s.sum());
+        break;
+      }
     }
     return o;
   }

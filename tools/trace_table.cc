@@ -1,5 +1,7 @@
 #include "tools/trace_table.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <fmt/format.h>
 
 namespace lockstep::tools {
@@ -26,10 +28,8 @@ std::string state_cell(const OptimizerStateObservation& s) {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   if (s.step) add(fmt::format("step {}", *s.step));
-  if (s.momentum_buffer) add("momentum_buffer " + values(s.momentum_buffer->data));
-  if (s.exp_avg) add("exp_avg " + values(s.exp_avg->data));
-  if (s.exp_avg_sq) add("exp_avg_sq " + values(s.exp_avg_sq->data));
-  if (s.max_exp_avg_sq) add("max_exp_avg_sq " + values(s.max_exp_avg_sq->data));
+  for (const StateTensorDescription& t : all_state_tensors())  // optimizer_descriptions.h
+    if (const std::optional<TensorValue>& v = s.*t.field) add(std::string(t.name) + " " + values(v->data));
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The comparator: records compared field by field (see comparator.h, SEMANTICS §8, §9).
 #include "conformance/compare/comparator.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -65,6 +67,8 @@ struct StepScales {
   std::vector<double> gradient;      // G = |g| + wd*|p_old|
   std::vector<double> gradient_sq;   // G^2
   std::vector<double> update;        // U
+  std::map<std::string, std::vector<double>> state;  // per state tensor, where the optimizer's description
+                                                     // gives its own scales (optimizer_descriptions.h)
 };
 
 class Comparer {
@@ -282,6 +286,7 @@ class Comparer {
     }
     if (first_group) return s;  // not in any group
     OptimizerKind kind = ctx_.optimizer.value_or(p.state.exp_avg ? OptimizerKind::Adam : OptimizerKind::SGD);
+    const OptimizerDescription& description = describe(kind);
     const double l2 = kind == OptimizerKind::AdamW ? 0 : wd;  // AdamW decays p directly (SEM-6.4)
     const size_t n = g.size();
     s.gradient.resize(n);
@@ -291,7 +296,17 @@ class Comparer {
       s.gradient[i] = std::fabs(g[i]) + (l2 != 0 ? l2 * std::fabs(old_value[i]) : 0.0);
       s.gradient_sq[i] = s.gradient[i] * s.gradient[i];
     }
-    if (kind == OptimizerKind::SGD) {
+    if (description.step_scales) {  // optimizer_descriptions.h: the optimizer's own scales
+      const GroupObservation* own = nullptr;
+      for (const GroupObservation& group : e_.state.groups)
+        if (!own && std::find(group.params.begin(), group.params.end(), p.name) != group.params.end()) own = &group;
+      const OptimizerOptions resolved = resolved_options(kind, own->options);
+      StepScaleOutputs out;
+      description.step_scales(StepScaleInputs{resolved, *before, p, s.gradient}, out);
+      if (out.update.size() == n) s.update = std::move(out.update);
+      for (auto& [field, scale] : out.state)
+        if (scale.size() == n) s.state[field] = std::move(scale);
+    } else if (kind == OptimizerKind::SGD) {
       const TensorValue* buf_new = p.state.momentum_buffer ? &*p.state.momentum_buffer : nullptr;
       const TensorValue* buf_old =
           before->state.momentum_buffer ? &*before->state.momentum_buffer : nullptr;
@@ -395,14 +410,19 @@ class Comparer {
     const OptimizerStateObservation* aps = actual_before ? &actual_before->state : nullptr;
     const std::vector<double>* g = step.gradient.empty() ? nullptr : &step.gradient;
     const std::vector<double>* g2 = step.gradient_sq.empty() ? nullptr : &step.gradient_sq;
-    compare_state_tensor(n, "momentum_buffer", Quantity::MomentumBuffer, es.momentum_buffer, as.momentum_buffer,
-                         ps ? &ps->momentum_buffer : nullptr, aps ? &aps->momentum_buffer : nullptr, g);
-    compare_state_tensor(n, "exp_avg", Quantity::ExpAvg, es.exp_avg, as.exp_avg, ps ? &ps->exp_avg : nullptr,
-                         aps ? &aps->exp_avg : nullptr, g);
-    compare_state_tensor(n, "exp_avg_sq", Quantity::ExpAvgSq, es.exp_avg_sq, as.exp_avg_sq,
-                         ps ? &ps->exp_avg_sq : nullptr, aps ? &aps->exp_avg_sq : nullptr, g2);
-    compare_state_tensor(n, "max_exp_avg_sq", Quantity::MaxExpAvgSq, es.max_exp_avg_sq, as.max_exp_avg_sq,
-                         ps ? &ps->max_exp_avg_sq : nullptr, aps ? &aps->max_exp_avg_sq : nullptr, g2);
+    // Every state tensor of every optimizer (optimizer_descriptions.h), each its own quantity (tolerance.h).
+    // Scales: the optimizer's own where its description gives them, else the gradient for momentum buffers
+    // and first moments, its square for second moments.
+    for (const StateTensorDescription& t : all_state_tensors()) {
+      const std::string field = t.name;
+      const std::vector<double>* scale = field == "exp_avg_sq" || field == "max_exp_avg_sq" ? g2 : g;
+      auto own = step.state.find(field);
+      if (own != step.state.end()) scale = &own->second;
+      else if (!step.state.empty()) scale = nullptr;
+      const Quantity q = quantity_from_name(field).value_or(Quantity::Param);
+      compare_state_tensor(n, t.name, q, es.*t.field, as.*t.field, ps ? &(ps->*t.field) : nullptr,
+                           aps ? &(aps->*t.field) : nullptr, scale);
+    }
   }
 
   void compare_params() {

@@ -1,6 +1,8 @@
 // The error budget (see error_budget.h, SEMANTICS §9).
 #include "conformance/compare/error_budget.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -117,6 +119,8 @@ namespace {
 struct Shadow {
   std::vector<double> p, g;
   std::optional<std::vector<double>> buf, m, v, vmax;
+  std::map<std::string, std::vector<double>> state;  // optimizers with a step_in_double (descriptions)
+  bool failed = false;                                // their step cannot run on this state
   int64_t step = 0;
   int occurrences = 0;
   std::vector<double> peak;  // the largest |p| per element, before and after every update
@@ -239,12 +243,26 @@ std::map<std::string, Shadow> run_step(OptimizerKind kind, const Record& before,
         s.v = data_of(p->state.exp_avg_sq);
         s.vmax = data_of(p->state.max_exp_avg_sq);
         s.step = p->state.step.value_or(0);
+        for (const StateTensorDescription& t : describe(kind).state)
+          if (const std::optional<TensorValue>& v = p->state.*t.field) s.state[t.name] = v->data;
       }
       ++s.occurrences;
       last_options[name] = o;
       raise_peak(s);
-      if (kind == OptimizerKind::SGD) sgd_step(s, o);
-      else adam_step(s, o, kind == OptimizerKind::AdamW);
+      if (const auto step_in_double = describe(kind).step_in_double) {  // optimizer_descriptions.h
+        ShadowParam shadow{s.p, s.g, s.step, s.state};
+        if (!s.failed && step_in_double(resolved_options(kind, group.options), shadow)) {
+          s.p = std::move(shadow.p);
+          s.step = shadow.step;
+          s.state = std::move(shadow.state);
+        } else {
+          s.failed = true;
+        }
+      } else if (kind == OptimizerKind::SGD) {
+        sgd_step(s, o);
+      } else {
+        adam_step(s, o, kind == OptimizerKind::AdamW);
+      }
       raise_peak(s);
     }
   }
@@ -296,13 +314,12 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
   // like states. A state tensor one side lacks (accepted only as a masked structural difference, or not at
   // all) is no rounding to carry: the step's values are then compared without a budget.
   auto same_state = [](const ParamObservation* x, const ParamObservation* y) {
-    return x && y && x->grad.defined == y->grad.defined &&
-           x->state.momentum_buffer.has_value() == y->state.momentum_buffer.has_value() &&
-           x->state.exp_avg.has_value() == y->state.exp_avg.has_value() &&
-           x->state.exp_avg_sq.has_value() == y->state.exp_avg_sq.has_value() &&
-           x->state.max_exp_avg_sq.has_value() == y->state.max_exp_avg_sq.has_value() &&
-           x->state.step == y->state.step;
+    if (!x || !y || x->grad.defined != y->grad.defined || x->state.step != y->state.step) return false;
+    for (const StateTensorDescription& t : all_state_tensors())
+      if ((x->state.*t.field).has_value() != (y->state.*t.field).has_value()) return false;
+    return true;
   };
+  const bool described = describe(kind).step_in_double != nullptr;
   for (auto& [name, se] : e) {
     auto it = a.find(name);
     if (it == a.end()) continue;
@@ -313,6 +330,15 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
     const ParamObservation* ea = expected_after.state.param(name);
     const ParamObservation* aa = actual_after.state.param(name);
     if (!same_state(eb, ab) || !same_state(ea, aa)) continue;
+    if (described) {
+      if (se.failed || sa.failed) continue;
+      b.fields[name + " → value"] = deviation(sa.p, se.p);
+      for (const auto& [field, values] : se.state) {
+        auto other = sa.state.find(field);
+        if (other != sa.state.end()) b.fields[name + " → " + field] = deviation(other->second, values);
+      }
+      continue;
+    }
     if (se.occurrences == 1 && eb && ab && ea && aa) {
       auto pe = parameter_from_observed(kind, *eb, *ea, options[name]);
       auto pa = parameter_from_observed(kind, *ab, *aa, options[name]);

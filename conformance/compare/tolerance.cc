@@ -17,6 +17,9 @@ const char* quantity_name(Quantity q) {
     case Quantity::ExpAvg: return "exp_avg";
     case Quantity::ExpAvgSq: return "exp_avg_sq";
     case Quantity::MaxExpAvgSq: return "max_exp_avg_sq";
+    case Quantity::SquareAvg: return "square_avg";
+    case Quantity::GradAvg: return "grad_avg";
+    case Quantity::Sum: return "sum";
     case Quantity::Output: return "output";
     case Quantity::Handle: return "handle";
   }
@@ -26,8 +29,15 @@ const char* quantity_name(Quantity q) {
 const std::vector<Quantity>& all_quantities() {
   static const std::vector<Quantity> all = {Quantity::Param,    Quantity::Grad,        Quantity::MomentumBuffer,
                                             Quantity::ExpAvg,   Quantity::ExpAvgSq,    Quantity::MaxExpAvgSq,
+                                            Quantity::SquareAvg, Quantity::GradAvg,    Quantity::Sum,
                                             Quantity::Output,   Quantity::Handle};
   return all;
+}
+
+std::optional<Quantity> quantity_from_name(const std::string& name) {
+  for (Quantity q : all_quantities())
+    if (name == quantity_name(q)) return q;
+  return std::nullopt;
 }
 
 double& Tolerance::k(Quantity q) {
@@ -38,6 +48,9 @@ double& Tolerance::k(Quantity q) {
     case Quantity::ExpAvg: return exp_avg;
     case Quantity::ExpAvgSq: return exp_avg_sq;
     case Quantity::MaxExpAvgSq: return max_exp_avg_sq;
+    case Quantity::SquareAvg: return square_avg;
+    case Quantity::GradAvg: return grad_avg;
+    case Quantity::Sum: return sum;
     case Quantity::Output: return output;
     case Quantity::Handle: return handle;
   }

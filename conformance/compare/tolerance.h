@@ -58,10 +58,14 @@
 namespace lockstep {
 
 // The numeric quantities a trace holds (SEMANTICS §8), each with its own k.
-enum class Quantity { Param, Grad, MomentumBuffer, ExpAvg, ExpAvgSq, MaxExpAvgSq, Output, Handle };
-inline constexpr int kQuantityCount = 8;
+// Each optimizer state tensor of optimizer_descriptions.h is a quantity of the same name.
+enum class Quantity {
+  Param, Grad, MomentumBuffer, ExpAvg, ExpAvgSq, MaxExpAvgSq, SquareAvg, GradAvg, Sum, Output, Handle
+};
+inline constexpr int kQuantityCount = 11;
 const char* quantity_name(Quantity q);  // "param", "grad", "momentum_buffer", ..., "output", "handle"
 const std::vector<Quantity>& all_quantities();
+std::optional<Quantity> quantity_from_name(const std::string& name);
 
 // k per quantity, in ULPs of m. Defaults: 4 everywhere, i.e. each engine may round each of the value's
 // (at most two) dependent roundings differently and one of them may fuse a multiply-add (SEMANTICS §1.4).
@@ -72,6 +76,9 @@ struct Tolerance {
   double exp_avg = 4;
   double exp_avg_sq = 4;
   double max_exp_avg_sq = 4;
+  double square_avg = 4;
+  double grad_avg = 4;
+  double sum = 4;
   double output = 4;
   double handle = 4;
 

@@ -12,6 +12,7 @@
 #include "conformance/program/program_json.h"
 #include "conformance/generate/shrink.h"
 #include "conformance/program/features.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 namespace {
@@ -312,31 +313,27 @@ class ExprBuilder {
 // ---------------------------------------------------------------------------------------------------------
 // Optimizer options.
 
-const std::vector<double> kSgdLr = {0.1, 0.01, 0.5, 1.0, 0.05, 0.25, 0.001, 2.0};
-const std::vector<double> kAdamLr = {0.001, 0.01, 0.1, 0.5, 1.0, 0.05};
+// The values come from the optimizers' descriptions (optimizer_descriptions.h). SGD and the Adam family keep
+// their own hand-written mix below (the order of picks decides every seeded program); every other optimizer
+// is generated from its description alone.
 
-// A learning rate from `list`, or now and then 0: a group with lr 0 still counts its steps and updates its
+const std::vector<double>& values_of(OptimizerKind kind, const char* option) { return find_option(kind, option)->values; }
+
+// A learning rate of `kind`, or now and then 0: a group with lr 0 still counts its steps and updates its
 // state (momentum buffer, moments), only the parameter stays (SEM-5.3, SEM-6.3).
-double pick_lr(Picker& pick, const std::vector<double>& list) { return pick.chance(7) ? 0.0 : pick.element(list); }
+double pick_lr(Picker& pick, OptimizerKind kind) {
+  return pick.chance(7) ? 0.0 : pick.element(describe(kind).lr_values);
+}
 
 // Unsets the options the scope excludes (features.h names them "sgd.momentum", ...) where they differ from
 // the option type's default, and a nesterov left without its momentum when invalid options are excluded.
 void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& options) {
   if (!options.scope) return;
   const std::string k = std::string(optimizer_name(kind)) + ".";
-  auto fit = [&](auto& field, const char* name) {
-    if (field && !allowed(options, k + name)) field.reset();
-  };
-  if (kind != OptimizerKind::SGD) fit(o.lr, "lr");  // SGD's lr is required: SGD is out of scope without it
-  fit(o.momentum, "momentum");
-  fit(o.dampening, "dampening");
-  fit(o.nesterov, "nesterov");
-  if (o.weight_decay && *o.weight_decay != (kind == OptimizerKind::AdamW ? 1e-2 : 0.0) &&
-      !allowed(options, k + "weight_decay"))
-    o.weight_decay.reset();  // the option type's default (AdamW: 1e-2, SEM-6.4)
-  fit(o.betas, "betas");
-  fit(o.eps, "eps");
-  fit(o.amsgrad, "amsgrad");
+  for (const OptionDescription& d : describe(kind).options) {
+    if (!d.has_default) continue;  // SGD's lr is required: SGD is out of scope without it
+    if (is_set(d, o) && !is_default(d, o) && !allowed(options, k + d.name)) unset(d, o);
+  }
   if (o.nesterov && *o.nesterov && (!o.momentum || *o.momentum <= 0 || o.dampening.value_or(0) != 0) &&
       !allowed(options, "invalid_options"))
     o.nesterov.reset();
@@ -346,14 +343,42 @@ void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& opti
 // (the option type's defaults) and Python's (the optimizer's defaults) agree (SEM-7.1): used when the scope
 // excludes group_options_partial.
 void complete_from_defaults(OptimizerOptions& group, const OptimizerOptions& defaults) {
-  if (!group.lr) group.lr = defaults.lr;
-  if (!group.momentum) group.momentum = defaults.momentum;
-  if (!group.dampening) group.dampening = defaults.dampening;
-  if (!group.nesterov) group.nesterov = defaults.nesterov;
-  if (!group.weight_decay) group.weight_decay = defaults.weight_decay;
-  if (!group.betas) group.betas = defaults.betas;
-  if (!group.eps) group.eps = defaults.eps;
-  if (!group.amsgrad) group.amsgrad = defaults.amsgrad;
+  for (const std::string& name : all_option_names())
+    if (!is_set(any_option(name), group)) copy_if_set(any_option(name), defaults, group);
+}
+
+// Options of an optimizer without a hand-written mix: each option now and then at one of its values, and
+// (for error cases) one option at a value the constructor rejects.
+OptimizerOptions make_described_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
+  const OptimizerDescription& d = describe(kind);
+  OptimizerOptions o;
+  for (const OptionDescription& od : d.options) {
+    if (std::string(od.name) == "lr") {
+      if (!od.has_default || pick.chance(70)) o.lr = pick_lr(pick, kind);
+      continue;
+    }
+    if (!pick.chance(35)) continue;
+    switch (od.type) {
+      case OptionType::Number:
+        o.*od.number = od.values.empty() || pick.chance(20) ? od.default_number : pick.element(od.values);
+        break;
+      case OptionType::Flag: o.*od.flag = pick.chance(50); break;
+      case OptionType::Pair:
+        o.*od.pair = od.pair_values.empty() || pick.chance(20) ? od.default_pair : pick.element(od.pair_values);
+        break;
+    }
+  }
+  if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
+    std::vector<const OptionDescription*> rejectable;
+    for (const OptionDescription& od : d.options)
+      if (!od.invalid_values.empty() || !od.invalid_pair_values.empty()) rejectable.push_back(&od);
+    if (!rejectable.empty()) {
+      const OptionDescription& od = *pick.element(rejectable);
+      if (od.type == OptionType::Pair) o.*od.pair = pick.element(od.invalid_pair_values);
+      else o.*od.number = pick.element(od.invalid_values);
+    }
+  }
+  return o;
 }
 
 OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options);
@@ -362,14 +387,14 @@ OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_def
   OptimizerOptions o;
   if (kind == OptimizerKind::SGD) {
     // SGD has no default lr (SEM-5.1): validate() requires it in the defaults and in a group's options.
-    o.lr = pick_lr(pick, kSgdLr);
-    if (pick.chance(50)) o.momentum = pick.element(std::vector<double>{0.9, 0.5, 0.99, 0.0});
-    if (pick.chance(25)) o.dampening = pick.element(std::vector<double>{0.0, 0.1, 0.5});
+    o.lr = pick_lr(pick, kind);
+    if (pick.chance(50)) o.momentum = pick.element(values_of(kind, "momentum"));
+    if (pick.chance(25)) o.dampening = pick.element(values_of(kind, "dampening"));
     if (pick.chance(30)) {
       const bool valid_nesterov = o.momentum && *o.momentum > 0 && (!o.dampening || *o.dampening == 0);
       o.nesterov = valid_nesterov ? pick.chance(80) : false;
     }
-    if (pick.chance(30)) o.weight_decay = pick.element(std::vector<double>{0.0, 0.01, 0.1, 0.5});
+    if (pick.chance(30)) o.weight_decay = pick.element(values_of(kind, "weight_decay"));
     if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
       // SEM-5.2: rejected for the defaults; a group's own options are not validated.
       switch (pick.below(5)) {
@@ -380,12 +405,11 @@ OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_def
         default: o.nesterov = true; o.momentum = 0.9; o.dampening = 0.5; break;
       }
     }
-  } else {
-    if (pick.chance(70)) o.lr = pick_lr(pick, kAdamLr);
-    if (pick.chance(30))
-      o.betas = pick.element(std::vector<std::pair<double, double>>{{0.9, 0.999}, {0.5, 0.9}, {0.0, 0.99}, {0.8, 0.0}});
-    if (pick.chance(20)) o.eps = pick.element(std::vector<double>{1e-8, 1e-6, 1e-3, 0.0});
-    if (pick.chance(35)) o.weight_decay = pick.element(std::vector<double>{0.0, 0.01, 0.1});
+  } else if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW) {
+    if (pick.chance(70)) o.lr = pick_lr(pick, kind);
+    if (pick.chance(30)) o.betas = pick.element(find_option(kind, "betas")->pair_values);
+    if (pick.chance(20)) o.eps = pick.element(values_of(kind, "eps"));
+    if (pick.chance(35)) o.weight_decay = pick.element(values_of(kind, "weight_decay"));
     if (pick.chance(35)) o.amsgrad = pick.chance(60);
     if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
       // SEM-6.1.
@@ -398,6 +422,8 @@ OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_def
         default: o.weight_decay = -0.1; break;
       }
     }
+  } else {
+    o = make_described_options(pick, kind, for_defaults, options);
   }
   return o;
 }
@@ -411,17 +437,20 @@ OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_default
 // A change for set_options: mostly an lr schedule (SEM-5.4, SEM-7.5), sometimes other fields.
 OptimizerOptions make_option_change(Picker& pick, OptimizerKind kind, const GenOptions& options) {
   OptimizerOptions change;
-  if (pick.chance(75)) change.lr = pick_lr(pick, kind == OptimizerKind::SGD ? kSgdLr : kAdamLr);
+  if (pick.chance(75)) change.lr = pick_lr(pick, kind);
   if (!change.lr || pick.chance(30)) {
     OptimizerOptions other = make_options(pick, kind, false, options);
     if (kind == OptimizerKind::SGD) {
       if (other.momentum && pick.chance(60)) change.momentum = other.momentum;
       if (other.dampening) change.dampening = other.dampening;
       if (other.nesterov) change.nesterov = other.nesterov;
-    } else {
+    } else if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW) {
       if (other.betas) change.betas = other.betas;
       if (other.eps) change.eps = other.eps;
       if (other.amsgrad) change.amsgrad = other.amsgrad;
+    } else {
+      for (const OptionDescription& d : describe(kind).options)
+        if (std::string(d.name) != "lr" && std::string(d.name) != "weight_decay") copy_if_set(d, other, change);
     }
     if (other.weight_decay) change.weight_decay = other.weight_decay;
     if (!change.lr && other.lr && pick.chance(50)) change.lr = other.lr;
@@ -886,7 +915,9 @@ class ActionBuilder {
       a.new_group.params.push_back(pick_.element(program_.params).name);  // may be a duplicate
     }
     const OptimizerKind kind = program_.optimizer->kind;
-    if (kind == OptimizerKind::SGD || pick_.chance(50)) {
+    bool must_give_options = false;  // an option without a default (SGD's lr, SEM-5.1)
+    for (const OptionDescription& d : describe(kind).options) must_give_options = must_give_options || !d.has_default;
+    if (must_give_options || pick_.chance(50)) {
       a.new_group.options = make_options(pick_, kind, false, options_);
       if (!allowed(options_, "group_options_partial")) complete_from_defaults(*a.new_group.options, program_.optimizer->defaults);
     }
@@ -953,13 +984,15 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   exprs.param_limit = static_cast<int>(program.params.size()) + (pick.chance(30) ? 1 : 0);
 
   if (options.optimizer || pick.chance(95)) {
+    const int kinds = static_cast<int>(optimizer_descriptions().size());
     OptimizerKind kind = options.optimizer ? *options.optimizer
-                                           : static_cast<OptimizerKind>(pick.below(3));
+                                           : optimizer_descriptions()[pick.below(kinds)].kind;
     // The next kind the scope allows (SGD needs its lr, SEM-5.1); none: no optimizer.
     auto kind_ok = [&](OptimizerKind k) {
       return allowed(options, optimizer_name(k)) && (k != OptimizerKind::SGD || allowed(options, "sgd.lr"));
     };
-    for (int i = 0; i < 3 && !kind_ok(kind); ++i) kind = static_cast<OptimizerKind>((static_cast<int>(kind) + 1) % 3);
+    for (int i = 0; i < kinds && !kind_ok(kind); ++i)
+      kind = optimizer_descriptions()[(static_cast<int>(kind) + 1) % kinds].kind;
     if (kind_ok(kind)) program.optimizer = make_optimizer(pick, kind, program.params, options);
   }
   // Parameters created by per-action losses below are in no group unless added later: a case in itself.

@@ -10,6 +10,7 @@
 
 #include "conformance/generate/generators.h"
 #include "conformance/program/features.h"
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program_json.h"
 #include "conformance/run/capabilities.h"
 
@@ -134,7 +135,8 @@ TEST(GeneratorScope, GenProgramSteersAwayFromExcludedChoices) {
 // The same at the level of optimizer options: gen_optimizer_options never gives an excluded option a value
 // other than its default (GenOptions::scope: "steers away from excluded features at every choice").
 TEST(GeneratorScope, OptimizerOptionsSteerAwayFromExcludedOptions) {
-  for (OptimizerKind kind : {OptimizerKind::SGD, OptimizerKind::Adam, OptimizerKind::AdamW}) {
+  for (const OptimizerDescription& d : optimizer_descriptions()) {
+    const OptimizerKind kind = d.kind;
     std::vector<std::string> names;
     for (const std::string& o : optimizer_option_names(kind))
       names.push_back(std::string(optimizer_name(kind)) + "." + o);
@@ -192,7 +194,8 @@ void expect_float32_sgd_adam_only(std::shared_ptr<const FeatureScope> scope) {
 }
 
 TEST(GeneratorScope, Float32SgdAdamScope) {
-  expect_float32_sgd_adam_only(scope_excluding({{"float64"}, {"adamw"}, {"sgd.weight_decay"}, {"adam.weight_decay"}}));
+  expect_float32_sgd_adam_only(scope_excluding(
+      {{"float64"}, {"adamw"}, {"rmsprop"}, {"adagrad"}, {"sgd.weight_decay"}, {"adam.weight_decay"}}));
 }
 
 TEST(GeneratorScope, Float32SgdAdamFromItsHello) {

@@ -1,6 +1,8 @@
 // Shrinking conformance programs (shrink.h): domain-aware candidates, repaired and re-validated.
 #include "conformance/generate/shrink.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -219,55 +221,51 @@ std::vector<ExprPtr> simpler_exprs(const ExprPtr& e, const std::vector<ParamSpec
   return out;
 }
 
+// Every option of every optimizer (optimizer_descriptions.h): unset (lr last), a true flag false, a number
+// simpler, a pair's numbers simpler.
 std::vector<OptimizerOptions> simpler_options(const OptimizerOptions& o) {
   std::vector<OptimizerOptions> out;
+  std::vector<const OptionDescription*> options;  // lr last: unsetting it is rarely allowed (SGD)
+  for (const std::string& name : all_option_names())
+    if (name != "lr") options.push_back(&any_option(name));
+  const OptionDescription& lr = any_option("lr");
   // Unset a field (back to the default; SGD's lr stays required, validate() drops that candidate).
-  auto unset = [&](auto member) {
-    if ((o.*member).has_value()) {
-      OptimizerOptions c = o;
-      (c.*member).reset();
-      out.push_back(c);
-    }
-  };
-  unset(&OptimizerOptions::momentum);
-  unset(&OptimizerOptions::dampening);
-  unset(&OptimizerOptions::nesterov);
-  unset(&OptimizerOptions::weight_decay);
-  unset(&OptimizerOptions::betas);
-  unset(&OptimizerOptions::eps);
-  unset(&OptimizerOptions::amsgrad);
-  unset(&OptimizerOptions::lr);
-  if (o.nesterov && *o.nesterov) {
+  for (const OptionDescription* d : options) {
+    if (!is_set(*d, o)) continue;
     OptimizerOptions c = o;
-    c.nesterov = false;
+    unset(*d, c);
     out.push_back(c);
   }
-  if (o.amsgrad && *o.amsgrad) {
+  if (is_set(lr, o)) {
     OptimizerOptions c = o;
-    c.amsgrad = false;
+    unset(lr, c);
     out.push_back(c);
   }
-  auto simplify = [&](auto member) {
-    if (!(o.*member).has_value()) return;
-    const std::vector<double> simpler = simpler_numbers(*(o.*member), false);
+  for (const OptionDescription* d : options) {
+    if (d->type != OptionType::Flag || !(o.*d->flag).value_or(false)) continue;
+    OptimizerOptions c = o;
+    c.*d->flag = false;
+    out.push_back(c);
+  }
+  auto simplify = [&](const OptionDescription& d) {
+    if (d.type != OptionType::Number || !(o.*d.number).has_value()) return;
+    const std::vector<double> simpler = simpler_numbers(*(o.*d.number), false);
     for (size_t k = 0; k < simpler.size() && k < 3; ++k) {
       OptimizerOptions c = o;
-      c.*member = simpler[k];
+      c.*d.number = simpler[k];
       out.push_back(c);
     }
   };
-  simplify(&OptimizerOptions::lr);
-  simplify(&OptimizerOptions::momentum);
-  simplify(&OptimizerOptions::dampening);
-  simplify(&OptimizerOptions::weight_decay);
-  simplify(&OptimizerOptions::eps);
-  if (o.betas) {
+  simplify(lr);
+  for (const OptionDescription* d : options) simplify(*d);
+  for (const OptionDescription* d : options) {
+    if (d->type != OptionType::Pair || !(o.*d->pair).has_value()) continue;
     for (int which = 0; which < 2; ++which) {
-      const double b = which == 0 ? o.betas->first : o.betas->second;
+      const double b = which == 0 ? (o.*d->pair)->first : (o.*d->pair)->second;
       const std::vector<double> simpler = simpler_numbers(b, false);
       for (size_t k = 0; k < simpler.size() && k < 2; ++k) {
         OptimizerOptions c = o;
-        (which == 0 ? c.betas->first : c.betas->second) = simpler[k];
+        (which == 0 ? (c.*d->pair)->first : (c.*d->pair)->second) = simpler[k];
         out.push_back(c);
       }
     }

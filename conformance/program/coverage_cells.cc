@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "conformance/program/features.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 namespace {
@@ -53,13 +54,18 @@ const std::vector<std::string> kActionRows = {"start",    "forward",     "backwa
 const std::vector<std::string> kOptionColumns = {"lr 0",     "lr > 0",    "weight_decay 0", "weight_decay > 0",
                                                  "momentum 0", "momentum > 0", "dampening",  "nesterov",
                                                  "amsgrad",  "beta1 0",   "beta2 0",        "eps 0",
+                                                 "alpha",    "centered",  "lr_decay",       "initial_accumulator_value",
                                                  "invalid"};
 
+// A column applies to the optimizers that have its option (optimizer_descriptions.h); the last four are
+// "at a value other than the option type's default".
 bool option_applies(const std::string& optimizer, const std::string& column) {
-  const bool sgd = optimizer == "sgd";
-  if (column == "momentum 0" || column == "momentum > 0" || column == "dampening" || column == "nesterov") return sgd;
-  if (column == "amsgrad" || column == "beta1 0" || column == "beta2 0" || column == "eps 0") return !sgd;
-  return true;
+  const std::optional<OptimizerKind> kind = optimizer_from_name(optimizer);
+  if (!kind) return false;
+  const std::string option = column.substr(0, column.find(' '));
+  if (option == "lr" || option == "weight_decay" || option == "invalid") return true;
+  if (option == "beta1" || option == "beta2") return find_option(*kind, "betas") != nullptr;
+  return find_option(*kind, option) != nullptr;
 }
 
 const std::vector<std::string> kGroupColumns = {
@@ -271,53 +277,34 @@ struct Evaluator {
 // ---------------------------------------------------------------------------------------------------------
 // Optimizer options: the option type's defaults (SEMANTICS §5.1, §6.1, §6.4).
 
-struct Effective {
-  double lr = 0, weight_decay = 0, momentum = 0, dampening = 0, eps = 1e-8;
-  bool nesterov = false, amsgrad = false;
-  std::pair<double, double> betas{0.9, 0.999};
-};
-
-Effective with_type_defaults(OptimizerKind kind, const OptimizerOptions& o) {
-  Effective e;
-  e.lr = o.lr.value_or(kind == OptimizerKind::SGD ? 0.0 : 1e-3);
-  e.weight_decay = o.weight_decay.value_or(kind == OptimizerKind::AdamW ? 1e-2 : 0.0);
-  e.momentum = o.momentum.value_or(0);
-  e.dampening = o.dampening.value_or(0);
-  e.nesterov = o.nesterov.value_or(false);
-  e.eps = o.eps.value_or(1e-8);
-  e.amsgrad = o.amsgrad.value_or(false);
-  e.betas = o.betas.value_or(std::make_pair(0.9, 0.999));
-  return e;
-}
-
 // The option classes of `o` (complete: unset fields are the type's defaults; else only the fields given).
 void option_cells(OptimizerKind kind, const OptimizerOptions& o, bool complete, std::set<std::string>& cells) {
   const std::string row = optimizer_name(kind);
   auto add = [&](const char* column) { cells.insert(coverage_cell_key("options", row, column)); };
-  const Effective e = with_type_defaults(kind, o);
+  const OptimizerDescription& d = describe(kind);
+  const OptimizerOptions e = resolved_options(kind, o);  // SGD's lr stays unset when not given
   auto given = [&](const auto& field) { return complete || field.has_value(); };
-  if (given(o.lr) && (kind != OptimizerKind::SGD || o.lr)) add(e.lr == 0 ? "lr 0" : "lr > 0");
-  if (given(o.weight_decay)) add(e.weight_decay == 0 ? "weight_decay 0" : "weight_decay > 0");
-  bool invalid = e.lr < 0 || e.weight_decay < 0;
-  if (kind == OptimizerKind::SGD) {
-    if (given(o.momentum)) add(e.momentum == 0 ? "momentum 0" : "momentum > 0");
-    if (e.dampening != 0) add("dampening");
-    if (e.nesterov) add("nesterov");
-    invalid = invalid || e.momentum < 0 || (e.nesterov && (e.momentum <= 0 || e.dampening != 0));
-  } else {
-    if (e.amsgrad) add("amsgrad");
-    if (given(o.betas) && e.betas.first == 0) add("beta1 0");
-    if (given(o.betas) && e.betas.second == 0) add("beta2 0");
-    if (given(o.eps) && e.eps == 0) add("eps 0");
-    invalid = invalid || e.eps < 0 || e.betas.first < 0 || e.betas.first >= 1 || e.betas.second < 0 ||
-              e.betas.second >= 1;
-  }
-  if (invalid) add("invalid");
+  auto has = [&](const char* option) { return find_option(kind, option) != nullptr; };
+  if (given(o.lr) && e.lr) add(*e.lr == 0 ? "lr 0" : "lr > 0");
+  if (given(o.weight_decay)) add(e.weight_decay.value_or(0) == 0 ? "weight_decay 0" : "weight_decay > 0");
+  if (has("momentum") && given(o.momentum)) add(e.momentum.value_or(0) == 0 ? "momentum 0" : "momentum > 0");
+  if (has("dampening") && e.dampening.value_or(0) != 0) add("dampening");
+  if (has("nesterov") && e.nesterov.value_or(false)) add("nesterov");
+  if (has("amsgrad") && e.amsgrad.value_or(false)) add("amsgrad");
+  if (has("betas") && given(o.betas) && e.betas->first == 0) add("beta1 0");
+  if (has("betas") && given(o.betas) && e.betas->second == 0) add("beta2 0");
+  if (has("eps") && given(o.eps) && e.eps.value_or(1) == 0) add("eps 0");
+  for (const char* option : {"alpha", "centered", "lr_decay", "initial_accumulator_value"})
+    if (const OptionDescription* od = find_option(kind, option))
+      if (is_set(*od, e) && !is_default(*od, e)) add(option);
+  if (d.rejects && d.rejects(e)) add("invalid");
 }
 
+// Whether a group's own options leave unset an option that has a default (SEM-7.1).
 bool partial(const OptimizerOptions& o, OptimizerKind kind) {
-  if (kind == OptimizerKind::SGD) return !o.momentum || !o.dampening || !o.nesterov || !o.weight_decay;
-  return !o.lr || !o.betas || !o.eps || !o.weight_decay || !o.amsgrad;
+  for (const OptionDescription& d : describe(kind).options)
+    if (d.has_default && !is_set(d, o)) return true;
+  return false;
 }
 
 void group_cells(const Program& p, std::set<std::string>& cells) {

@@ -1,5 +1,7 @@
 #include "conformance/program/feature_areas.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <set>
 
 #include "conformance/program/coverage_cells.h"
@@ -8,8 +10,12 @@
 namespace lockstep {
 
 const std::vector<std::string>& all_feature_areas() {
-  static const std::vector<std::string> areas = {"autograd", "accumulation", "zero_grad", "sgd",     "adam",
-                                                 "adamw",    "groups",       "errors",    "numerics"};
+  static const std::vector<std::string> areas = [] {
+    std::vector<std::string> out = {"autograd", "accumulation", "zero_grad"};
+    for (const OptimizerDescription& d : optimizer_descriptions()) out.push_back(d.name);
+    out.insert(out.end(), {"groups", "errors", "numerics"});
+    return out;
+  }();
   return areas;
 }
 
@@ -19,9 +25,9 @@ namespace {
 bool asks_for_an_error(const Program& program, const std::set<std::string>& features) {
   for (const char* f : {"invalid_options", "backward_after_freed", "param_in_two_groups"})
     if (features.count(f)) return true;
-  // A step changes the saved parameters in place: LibTorch 1.13's Adam and AdamW bump their version, SGD's
-  // does not (PROTOCOL.md, error kind inplace_modified).
-  if (features.count("backward_after_step") && program.optimizer && program.optimizer->kind != OptimizerKind::SGD)
+  // A step changes the saved parameters in place: LibTorch 1.13's optimizers bump their version, except SGD's
+  // (optimizer_descriptions.h; PROTOCOL.md, error kind inplace_modified).
+  if (features.count("backward_after_step") && program.optimizer && describe(program.optimizer->kind).step_bumps_version)
     return true;
   bool forward_seen = false, held_no_grad = false;
   for (const Action& a : program.actions) {

@@ -7,7 +7,8 @@
 //   autograd      a backward (SEM-2, SEM-3.1)
 //   accumulation  two or more backwards: grads accumulate (SEM-3.2-3.7)
 //   zero_grad     zero_grad in any form or param.grad = None (SEM-4, SEM-12.1)
-//   sgd, adam, adamw   a step of that optimizer (SEM-5, SEM-6)
+//   sgd, adam, adamw, rmsprop, adagrad   a step of that optimizer (SEM-5, SEM-6, SEM-14, SEM-15;
+//                 one column per optimizer_descriptions.h)
 //   groups        several groups, a group's own options, add_param_group or set_options (SEM-7)
 //   errors        an action the specification makes fail: invalid options, a freed or modified graph, a
 //                 parameter in two groups, a backward with nothing to backpropagate, an optimizer action

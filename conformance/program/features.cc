@@ -6,6 +6,7 @@
 #include <map>
 
 #include "conformance/program/glob.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 namespace {
@@ -19,13 +20,12 @@ std::vector<FeatureInfo> make_features() {
     const std::string name = op_name(static_cast<Op>(i));
     f.push_back({"op:" + name, "op", "the loss op " + name + " (SEM-2)"});
   }
-  f.push_back({"sgd", "optimizer", "SGD (SEM-5)"});
-  f.push_back({"adam", "optimizer", "Adam (SEM-6.1-6.3)"});
-  f.push_back({"adamw", "optimizer", "AdamW (SEM-6.4)"});
-  for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Adam, OptimizerKind::AdamW})
-    for (const std::string& o : optimizer_option_names(k))
-      f.push_back({std::string(optimizer_name(k)) + "." + o, "option",
-                   std::string(optimizer_name(k)) + "'s option " + o + " at a value other than its default"});
+  for (const OptimizerDescription& d : optimizer_descriptions())  // optimizer_descriptions.h
+    f.push_back({d.name, "optimizer", std::string(d.name) + " (" + d.semantics + ")"});
+  for (const OptimizerDescription& d : optimizer_descriptions())
+    for (const OptionDescription& o : d.options)
+      f.push_back({std::string(d.name) + "." + o.name, "option",
+                   std::string(d.name) + "'s option " + o.name + " at a value other than its default"});
   const std::vector<FeatureInfo> rest = {
       {"retain_graph", "feature", "backward(retain_graph=True) (SEM-2.5)"},
       {"create_graph", "feature", "backward(create_graph=True) (SEM-3.3)"},
@@ -58,61 +58,27 @@ std::vector<FeatureInfo> make_features() {
   return f;
 }
 
-// The option type's own default of each option (SEM-5.1, SEM-6.1, SEM-6.4); SGD's lr has none.
-struct TypeDefaults {
-  std::optional<double> lr;
-  double weight_decay = 0;
-};
-TypeDefaults type_defaults(OptimizerKind k) {
-  if (k == OptimizerKind::SGD) return {std::nullopt, 0};
-  return {1e-3, k == OptimizerKind::AdamW ? 1e-2 : 0};
-}
-
-// The options `o` gives a value other than the option type's default.
+// The options `o` gives a value other than the option type's default (optimizer_descriptions.h); SGD's lr
+// has none, so a given one always counts.
 void non_default_options(OptimizerKind k, const OptimizerOptions& o, std::set<std::string>& out) {
   const std::string p = std::string(optimizer_name(k)) + ".";
-  const TypeDefaults d = type_defaults(k);
-  if (o.lr && (!d.lr || *o.lr != *d.lr)) out.insert(p + "lr");
-  if (o.weight_decay && *o.weight_decay != d.weight_decay) out.insert(p + "weight_decay");
-  if (k == OptimizerKind::SGD) {
-    if (o.momentum && *o.momentum != 0) out.insert(p + "momentum");
-    if (o.dampening && *o.dampening != 0) out.insert(p + "dampening");
-    if (o.nesterov && *o.nesterov) out.insert(p + "nesterov");
-  } else {
-    if (o.betas && (o.betas->first != 0.9 || o.betas->second != 0.999)) out.insert(p + "betas");
-    if (o.eps && *o.eps != 1e-8) out.insert(p + "eps");
-    if (o.amsgrad && *o.amsgrad) out.insert(p + "amsgrad");
-  }
+  for (const OptionDescription& d : describe(k).options)
+    if (is_set(d, o) && !is_default(d, o)) out.insert(p + d.name);
 }
 
-// An option value the optimizer's constructor rejects (SEM-5.2, SEM-6.1); in a group's options it is kept
-// unchecked in 1.13, which is a situation of its own.
+// An option value the optimizer's constructor rejects (SEM-5.2, SEM-6.1, SEM-14.1, SEM-15.1); in a group's
+// options it is kept unchecked in 1.13, which is a situation of its own.
 bool invalid(OptimizerKind k, const OptimizerOptions& o) {
-  if (o.lr && *o.lr < 0) return true;
-  if (o.weight_decay && *o.weight_decay < 0) return true;
-  if (k == OptimizerKind::SGD) {
-    if (o.momentum && *o.momentum < 0) return true;
-    const double momentum = o.momentum.value_or(0), dampening = o.dampening.value_or(0);
-    if (o.nesterov && *o.nesterov && (momentum <= 0 || dampening != 0)) return true;
-    return false;
-  }
-  if (o.eps && *o.eps < 0) return true;
-  if (o.betas && (o.betas->first < 0 || o.betas->first >= 1 || o.betas->second < 0 || o.betas->second >= 1))
-    return true;
-  return false;
+  const OptimizerDescription& d = describe(k);
+  return d.rejects && d.rejects(resolved_options(k, o));
 }
 
 // Whether `group` leaves unset an option the defaults set to a value other than the option type's default:
 // Python fills it from the defaults, C++ 1.13 from the option type (SEM-7.1, SEM-11.2).
 bool leaves_unset_what_defaults_set(OptimizerKind k, const OptimizerOptions& defaults, const OptimizerOptions& group) {
-  std::set<std::string> set_by_defaults;
-  non_default_options(k, defaults, set_by_defaults);
-  const std::string p = std::string(optimizer_name(k)) + ".";
-  auto unset = [&](const char* name, bool given) { return set_by_defaults.count(p + name) && !given; };
-  return unset("lr", group.lr.has_value()) || unset("momentum", group.momentum.has_value()) ||
-         unset("dampening", group.dampening.has_value()) || unset("nesterov", group.nesterov.has_value()) ||
-         unset("weight_decay", group.weight_decay.has_value()) || unset("betas", group.betas.has_value()) ||
-         unset("eps", group.eps.has_value()) || unset("amsgrad", group.amsgrad.has_value());
+  for (const OptionDescription& d : describe(k).options)
+    if (is_set(d, defaults) && !is_default(d, defaults) && !is_set(d, group)) return true;
+  return false;
 }
 
 }  // namespace
@@ -136,9 +102,13 @@ bool matches_some_feature(const std::string& glob) {
 }
 
 const std::vector<std::string>& optimizer_option_names(OptimizerKind kind) {
-  static const std::vector<std::string> sgd = {"lr", "momentum", "dampening", "nesterov", "weight_decay"};
-  static const std::vector<std::string> adam = {"lr", "betas", "eps", "weight_decay", "amsgrad"};
-  return kind == OptimizerKind::SGD ? sgd : adam;
+  static const std::map<OptimizerKind, std::vector<std::string>> names = [] {
+    std::map<OptimizerKind, std::vector<std::string>> out;
+    for (const OptimizerDescription& d : optimizer_descriptions())
+      for (const OptionDescription& o : d.options) out[d.kind].push_back(o.name);
+    return out;
+  }();
+  return names.at(kind);
 }
 
 const std::vector<FeatureInfo>& all_features() {

@@ -1,6 +1,8 @@
 // The program model: names, builders, shape inference and static validation (see program.h).
 #include "conformance/program/program.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -97,29 +99,30 @@ std::optional<ActionKind> action_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-const char* optimizer_name(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::SGD: return "sgd";
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::AdamW: return "adamw";
-  }
-  return "?";
-}
-
 bool OptimizerOptions::operator==(const OptimizerOptions& o) const {
-  // Numbers compare bitwise, except that NaN equals NaN (as TensorValue::operator==).
-  auto same = [](const std::optional<double>& a, const std::optional<double>& b) {
-    if (a.has_value() != b.has_value()) return false;
-    return !a || (std::isnan(*a) && std::isnan(*b)) || std::memcmp(&*a, &*b, sizeof(double)) == 0;
+  // Numbers compare bitwise, except that NaN equals NaN (as TensorValue::operator==); every field of every
+  // optimizer (optimizer_descriptions.h).
+  auto same = [](double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof(double)) == 0;
   };
-  auto same_betas = [&](const std::optional<std::pair<double, double>>& a,
-                        const std::optional<std::pair<double, double>>& b) {
-    if (a.has_value() != b.has_value()) return false;
-    return !a || (same(a->first, b->first) && same(a->second, b->second));
-  };
-  return same(lr, o.lr) && same(momentum, o.momentum) && same(dampening, o.dampening) &&
-         nesterov == o.nesterov && same(weight_decay, o.weight_decay) && same_betas(betas, o.betas) &&
-         same(eps, o.eps) && amsgrad == o.amsgrad;
+  for (const std::string& name : all_option_names()) {
+    const OptionDescription* d = &any_option(name);
+    if (is_set(*d, *this) != is_set(*d, o)) return false;
+    if (!is_set(*d, o)) continue;
+    switch (d->type) {
+      case OptionType::Number:
+        if (!same(*(this->*d->number), *(o.*d->number))) return false;
+        break;
+      case OptionType::Flag:
+        if (*(this->*d->flag) != *(o.*d->flag)) return false;
+        break;
+      case OptionType::Pair:
+        if (!same((this->*d->pair)->first, (o.*d->pair)->first) || !same((this->*d->pair)->second, (o.*d->pair)->second))
+          return false;
+        break;
+    }
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -374,30 +377,23 @@ bool param_exists(const std::vector<ParamSpec>& params, const std::string& name)
   return false;
 }
 
-// Options fields must belong to the optimizer kind (SEMANTICS §5.1, §6.1).
+// Options fields must belong to the optimizer kind (optimizer_descriptions.h).
 void check_options_kind(const OptimizerOptions& o, OptimizerKind kind, const std::string& path) {
-  auto reject = [&](bool present, const char* field) {
-    if (present)
-      throw ProgramError(path + "/" + field, std::string("option '") + field + "' does not apply to " +
-                                                 optimizer_name(kind));
-  };
-  if (kind == OptimizerKind::SGD) {
-    reject(o.betas.has_value(), "betas");
-    reject(o.eps.has_value(), "eps");
-    reject(o.amsgrad.has_value(), "amsgrad");
-  } else {
-    reject(o.momentum.has_value(), "momentum");
-    reject(o.dampening.has_value(), "dampening");
-    reject(o.nesterov.has_value(), "nesterov");
-  }
+  const std::vector<std::string> foreign = foreign_options(kind, o);
+  if (!foreign.empty())
+    throw ProgramError(path + "/" + foreign.front(), "option '" + foreign.front() + "' does not apply to " +
+                                                        optimizer_name(kind));
 }
 
-// SGD's options have no default lr (SEMANTICS §5.1): a full options set (defaults, a group's options)
-// must give it.
+// An option without a default (SGD's lr, SEMANTICS §5.1) must be given in a full options set (defaults, a
+// group's options).
 void check_full_options(const OptimizerOptions& o, OptimizerKind kind, const std::string& path) {
   check_options_kind(o, kind, path);
-  if (kind == OptimizerKind::SGD && !o.lr)
-    throw ProgramError(path, "sgd options need 'lr' (SGD has no default learning rate, SEMANTICS §5.1)");
+  for (const OptionDescription& d : describe(kind).options)
+    if (!d.has_default && !is_set(d, o))
+      throw ProgramError(path, std::string(optimizer_name(kind)) + " options need '" + d.name + "' (" +
+                                   optimizer_name(kind) + " has no default " + d.name + ", " +
+                                   describe(kind).semantics + ")");
 }
 
 void check_param_names(const std::vector<std::string>& names, const std::vector<ParamSpec>& params,

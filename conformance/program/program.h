@@ -100,23 +100,30 @@ ExprPtr linear(ExprPtr x, ExprPtr w, ExprPtr b = nullptr);
 ExprPtr embedding(ExprPtr w, std::vector<int64_t> indices);
 
 // ---------------------------------------------------------------------------------------------------------
-// Optimizers (SEMANTICS §5-7).
+// Optimizers (SEMANTICS §5-7, §14, §15). What each one is (its options, defaults, state) is described as data
+// in optimizer_descriptions.h; this is only the storage.
 
-enum class OptimizerKind { SGD, Adam, AdamW };
-const char* optimizer_name(OptimizerKind k);  // "sgd", "adam", "adamw"
+enum class OptimizerKind { SGD, Adam, AdamW, RMSprop, Adagrad };
+const char* optimizer_name(OptimizerKind k);  // "sgd", "adam", "adamw", "rmsprop", "adagrad"
 
 // Options of one group, or the optimizer's defaults. An unset field means "not given": for the defaults,
 // the option type's own default applies (SGD has none for lr: it must be given); for a group's options
 // under the 1.13 rule (SEMANTICS §7.1) it also means the option type's default, not the optimizer's.
 // For set_options, only the set fields change.
+// Which fields belong to which optimizer: optimizer_descriptions.h.
 struct OptimizerOptions {
   std::optional<double> lr;
-  std::optional<double> momentum, dampening;  // SGD
+  std::optional<double> momentum;             // SGD, RMSprop
+  std::optional<double> dampening;            // SGD
   std::optional<bool> nesterov;               // SGD
   std::optional<double> weight_decay;         // all
   std::optional<std::pair<double, double>> betas;  // Adam, AdamW
-  std::optional<double> eps;                  // Adam, AdamW
+  std::optional<double> eps;                  // Adam, AdamW, RMSprop, Adagrad
   std::optional<bool> amsgrad;                // Adam, AdamW
+  std::optional<double> alpha;                // RMSprop
+  std::optional<bool> centered;               // RMSprop
+  std::optional<double> lr_decay;             // Adagrad
+  std::optional<double> initial_accumulator_value;  // Adagrad
 
   bool operator==(const OptimizerOptions& o) const;
 };

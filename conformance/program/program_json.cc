@@ -10,6 +10,7 @@
 
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 
@@ -41,37 +42,43 @@ Shape shape_from_json(const ordered_json& j, const std::string& pointer) {
   return indices_from_json(j, pointer);  // non-negative integers; rank and size limits: validate()
 }
 
+// Every set field, in the order of all_option_names() (optimizer_descriptions.h).
 ordered_json options_to_json(const OptimizerOptions& o) {
   ordered_json out = ordered_json::object();
-  if (o.lr) out["lr"] = number_to_json(*o.lr);
-  if (o.momentum) out["momentum"] = number_to_json(*o.momentum);
-  if (o.dampening) out["dampening"] = number_to_json(*o.dampening);
-  if (o.weight_decay) out["weight_decay"] = number_to_json(*o.weight_decay);
-  if (o.nesterov) out["nesterov"] = *o.nesterov;
-  if (o.betas) out["betas"] = ordered_json::array({number_to_json(o.betas->first), number_to_json(o.betas->second)});
-  if (o.eps) out["eps"] = number_to_json(*o.eps);
-  if (o.amsgrad) out["amsgrad"] = *o.amsgrad;
+  for (const std::string& name : all_option_names()) {
+    const OptionDescription& d = any_option(name);
+    if (!is_set(d, o)) continue;
+    switch (d.type) {
+      case OptionType::Number: out[name] = number_to_json(*(o.*d.number)); break;
+      case OptionType::Flag: out[name] = *(o.*d.flag); break;
+      case OptionType::Pair:
+        out[name] = ordered_json::array({number_to_json((o.*d.pair)->first), number_to_json((o.*d.pair)->second)});
+        break;
+    }
+  }
   return out;
 }
 
+// Any option of any optimizer; validate() then checks that it belongs to the program's optimizer.
 OptimizerOptions options_from_json(const ordered_json& j, const std::string& pointer) {
   JsonObjectReader r(j, pointer, "optimizer options");
   OptimizerOptions o;
-  auto number = [&](const char* key, std::optional<double>& field) {
-    if (const ordered_json* v = r.optional(key)) field = number_from_json(*v, r.pointer(key));
-  };
-  number("lr", o.lr);
-  number("momentum", o.momentum);
-  number("dampening", o.dampening);
-  number("weight_decay", o.weight_decay);
-  number("eps", o.eps);
-  o.nesterov = r.optional_bool("nesterov");
-  o.amsgrad = r.optional_bool("amsgrad");
-  if (const ordered_json* v = r.optional("betas")) {
-    const std::string p = r.pointer("betas");
-    const auto& a = array_from_json(*v, p);
-    if (a.size() != 2) throw JsonError(p, "betas needs 2 numbers [beta1, beta2], got " + std::to_string(a.size()));
-    o.betas = std::make_pair(number_from_json(a[0], p + "/0"), number_from_json(a[1], p + "/1"));
+  for (const std::string& name : all_option_names()) {
+    const OptionDescription& d = any_option(name);
+    const ordered_json* v = r.optional(name);
+    if (!v) continue;
+    const std::string p = r.pointer(name);
+    switch (d.type) {
+      case OptionType::Number: o.*d.number = number_from_json(*v, p); break;
+      case OptionType::Flag: o.*d.flag = r.optional_bool(name); break;
+      case OptionType::Pair: {
+        const auto& a = array_from_json(*v, p);
+        if (a.size() != 2)
+          throw JsonError(p, name + " needs 2 numbers [" + name + "[0], " + name + "[1]], got " + std::to_string(a.size()));
+        o.*d.pair = std::make_pair(number_from_json(a[0], p + "/0"), number_from_json(a[1], p + "/1"));
+        break;
+      }
+    }
   }
   r.finish(false);
   return o;
@@ -326,10 +333,10 @@ Program read_program(const ordered_json& doc, const ProgramLimits& limits, bool*
     JsonObjectReader r(*o, top.pointer("optimizer"), "an optimizer");
     OptimizerSpec spec;
     const std::string type = r.string("type");
-    if (type == "sgd") spec.kind = OptimizerKind::SGD;
-    else if (type == "adam") spec.kind = OptimizerKind::Adam;
-    else if (type == "adamw") spec.kind = OptimizerKind::AdamW;
-    else throw JsonError(r.pointer("type"), "unknown optimizer '" + type + "' (expected sgd, adam or adamw)");
+    const std::optional<OptimizerKind> kind = optimizer_from_name(type);
+    if (!kind)
+      throw JsonError(r.pointer("type"), "unknown optimizer '" + type + "' (expected " + optimizer_names_joined() + ")");
+    spec.kind = *kind;
     if (const ordered_json* d = r.optional("defaults")) spec.defaults = options_from_json(*d, r.pointer("defaults"));
     const bool has_params = r.has("params"), has_groups = r.has("groups");
     if (has_params == has_groups)

@@ -52,13 +52,16 @@ struct GradObservation {
   bool same_as_previous = false;   // the same tensor (identity) as at the previous observation (SEM-1.1)
 };
 
-// Per-parameter optimizer state (SEMANTICS §5.3, §6.2). `exists` is false until the parameter's first
-// step with a defined grad; for SGD without momentum it stays false.
+// Per-parameter optimizer state (SEMANTICS §5.3, §6.2, §14.2, §15.2). `exists` is false until the
+// parameter's first step with a defined grad (Adagrad: from the optimizer's construction); for SGD without
+// momentum it stays false. Which tensors each optimizer keeps: optimizer_descriptions.h.
 struct OptimizerStateObservation {
   bool exists = false;
-  std::optional<int64_t> step;                 // Adam, AdamW
-  std::optional<TensorValue> momentum_buffer;  // SGD with momentum
+  std::optional<int64_t> step;                 // Adam, AdamW, RMSprop, Adagrad
+  std::optional<TensorValue> momentum_buffer;  // SGD and RMSprop with momentum
   std::optional<TensorValue> exp_avg, exp_avg_sq, max_exp_avg_sq;  // Adam, AdamW (max only with amsgrad)
+  std::optional<TensorValue> square_avg, grad_avg;  // RMSprop (grad_avg only when centered)
+  std::optional<TensorValue> sum;                   // Adagrad
 };
 
 struct ParamObservation {

@@ -3,6 +3,7 @@
 
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program_json.h"
 
 namespace lockstep {
@@ -90,10 +91,8 @@ GradObservation grad_from_json(const ordered_json& j, const std::string& pointer
 ordered_json optimizer_state_to_json(const OptimizerStateObservation& s, const TensorValue& param) {
   ordered_json out = ordered_json::object();
   if (s.step) out["step"] = *s.step;
-  if (s.momentum_buffer) out["momentum_buffer"] = state_tensor_to_json(*s.momentum_buffer, param);
-  if (s.exp_avg) out["exp_avg"] = state_tensor_to_json(*s.exp_avg, param);
-  if (s.exp_avg_sq) out["exp_avg_sq"] = state_tensor_to_json(*s.exp_avg_sq, param);
-  if (s.max_exp_avg_sq) out["max_exp_avg_sq"] = state_tensor_to_json(*s.max_exp_avg_sq, param);
+  for (const StateTensorDescription& t : all_state_tensors())  // optimizer_descriptions.h
+    if (const std::optional<TensorValue>& v = s.*t.field) out[t.name] = state_tensor_to_json(*v, param);
   if (s.exists != !out.empty()) out["exists"] = s.exists;  // only when the fields do not tell
   return out;
 }
@@ -107,16 +106,12 @@ OptimizerStateObservation optimizer_state_from_json(const ordered_json& j, const
     s.step = int_from_json(*v, r.pointer("step"));
     any = true;
   }
-  auto tensor = [&](const char* key, std::optional<TensorValue>& field) {
-    if (const ordered_json* v = r.optional(key)) {
-      field = state_tensor_from_json(*v, r.pointer(key), param);
+  for (const StateTensorDescription& t : all_state_tensors()) {  // optimizer_descriptions.h
+    if (const ordered_json* v = r.optional(t.name)) {
+      s.*t.field = state_tensor_from_json(*v, r.pointer(t.name), param);
       any = true;
     }
-  };
-  tensor("momentum_buffer", s.momentum_buffer);
-  tensor("exp_avg", s.exp_avg);
-  tensor("exp_avg_sq", s.exp_avg_sq);
-  tensor("max_exp_avg_sq", s.max_exp_avg_sq);
+  }
   const ordered_json* exists = r.optional("exists");
   s.exists = exists ? bool_from_json(*exists, r.pointer("exists")) : any;
   r.finish(false);

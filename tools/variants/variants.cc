@@ -404,6 +404,11 @@ class StepVariant : public VariantEngine {
   explicit StepVariant(Arithmetic a) : VariantEngine(arithmetic_name(a)), arithmetic_(a) {}
 
   void step() override {
+    // The arithmetic variants concern SGD's and the Adam family's lines; other optimizers step as impl does.
+    if (kind() != OptimizerKind::SGD && kind() != OptimizerKind::Adam && kind() != OptimizerKind::AdamW) {
+      inner().step();
+      return;
+    }
     around([&] { inner().step(); },
            [&](const EngineState& before, const EngineState& impl_after, EngineState& after, bool failed) {
              std::map<std::string, Replayed> ps;
