@@ -50,7 +50,10 @@ void Adagrad::step() {
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
         throw Error("other", "grad does not match its parameter (dtype or shape)");
       AdagradParamState* state = state_of(p);
-      if (!state) throw Error("other", "state found NULL for the Tensor (added after construction, SEM-15.2)");
+      if (!state) {  // added after construction (SEM-15.2): the failed lookup leaves an empty entry behind
+        set_empty_state(p);
+        throw Error("other", "state found NULL for the Tensor (added after construction, SEM-15.2)");
+      }
       state->step += 1;
       const double clr = o.lr / (1 + static_cast<double>(state->step - 1) * o.lr_decay);  // in double
       dispatch_dtype(p.dtype(), [&](auto zero) {

@@ -81,51 +81,6 @@ void moments_only_pass(T* p, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n
   }
 }
 
-// The Adam mutants (mutants.h), one plain pass: the box of SEM-6.3/6.4 with the selected deviation. Runs
-// only when a mutant that concerns this pass is active, so the fast passes stay branch-free.
-bool concerns_adam_pass(Mutant m) {
-  return m == Mutant::StepModifiesGrad || m == Mutant::AdamEpsInsideSqrt ||
-         m == Mutant::AdamEpsBeforeBiasCorrection || m == Mutant::AmsgradMaxOfCorrected ||
-         m == Mutant::AmsgradMaxDropsNan || m == Mutant::AdamwDecayAfterUpdate;
-}
-
-template <class T>
-void adam_mutant_pass(Mutant mutant, T* p, T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
-                      bool l2, bool decoupled, bool amsgrad, T l2_weight_decay, T decay_factor, T beta1,
-                      T one_minus_beta1, T beta2, T one_minus_beta2, T bc2, T sqrt_bc2, T eps, T step_size) {
-  const bool decay_after = decoupled && mutant == Mutant::AdamwDecayAfterUpdate;
-  for (int64_t i = 0; i < n; ++i) {
-    T param = p[i];
-    if (decoupled && !decay_after) param = param * decay_factor;
-    T g = grad[i];
-    if (l2) g = g + l2_weight_decay * param;
-    if (mutant == Mutant::StepModifiesGrad) grad[i] = g;
-    T m = exp_avg[i] * beta1 + one_minus_beta1 * g;
-    exp_avg[i] = m;
-    T v = exp_avg_sq[i] * beta2 + (one_minus_beta2 * g) * g;
-    exp_avg_sq[i] = v;
-    T second = v;
-    bool corrected = false;  // `second` already divided by bc2
-    if (amsgrad) {
-      T old_max = max_exp_avg_sq[i];
-      T candidate = v;
-      if (mutant == Mutant::AmsgradMaxOfCorrected) candidate = v / bc2, corrected = true;
-      T new_max = mutant == Mutant::AmsgradMaxDropsNan ? std::fmax(old_max, candidate)
-                                                       : ((candidate > old_max || candidate != candidate) ? candidate : old_max);
-      max_exp_avg_sq[i] = new_max;
-      second = new_max;
-    }
-    T denom;
-    if (mutant == Mutant::AdamEpsInsideSqrt) denom = std::sqrt(second / bc2 + eps);
-    else if (mutant == Mutant::AdamEpsBeforeBiasCorrection) denom = (std::sqrt(second) + eps) / sqrt_bc2;
-    else if (corrected) denom = std::sqrt(second) + eps;
-    else denom = std::sqrt(second) / sqrt_bc2 + eps;
-    T result = param - (step_size * m) / denom;
-    if (decay_after) result = result * decay_factor;
-    p[i] = result;
-  }
-}
-
 template <class T>
 void run_adam_pass(bool l2, bool decoupled, bool amsgrad, T* p, const T* grad, T* m, T* v, T* vmax, int64_t n,
                    T l2_wd, T decay_factor, T b1, T omb1, T b2, T omb2, T sqrt_bc2, T eps, T step_size) {
@@ -174,11 +129,9 @@ void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, doubl
     throw Error("other", "grad does not match its parameter (dtype or shape)");
   const double beta1 = betas.first, beta2 = betas.second;
   // Bias corrections and the scalars derived from them in double (SEM-1.3, SEM-6.3).
-  double counted = static_cast<double>(state.step);
-  if (mutant_active(Mutant::AdamBiasCorrectionOffByOne)) counted += 1;  // mutant (SEM-6.3)
-  double bc1 = 1 - std::pow(beta1, counted);
-  double bc2 = 1 - std::pow(beta2, counted);
-  if (mutant_active(Mutant::AdamNoBiasCorrection)) bc1 = bc2 = 1;  // mutant (SEM-6.3)
+  const double counted = static_cast<double>(state.step);
+  const double bc1 = 1 - std::pow(beta1, counted);
+  const double bc2 = 1 - std::pow(beta2, counted);
   const double step_size = lr / bc1;
   const double sqrt_bc2 = std::sqrt(bc2);
   const bool l2 = l2_weight_decay != 0;
@@ -208,33 +161,12 @@ void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, doubl
     param.bump_version();
     if (decoupled) param.bump_version();
     T* vmax = amsgrad ? state.max_exp_avg_sq.data<T>() : nullptr;
-    if (concerns_adam_pass(active_mutant())) {  // mutants.h
-      Tensor grad_storage = grad;  // StepModifiesGrad writes into p.grad
-      adam_mutant_pass<T>(active_mutant(), param.data<T>(), grad_storage.data<T>(), state.exp_avg.data<T>(),
-                          state.exp_avg_sq.data<T>(), vmax, n, l2, decoupled, amsgrad,
-                          static_cast<T>(l2_weight_decay), static_cast<T>(1 - lr * decoupled_weight_decay),
-                          static_cast<T>(beta1), static_cast<T>(1 - beta1), static_cast<T>(beta2),
-                          static_cast<T>(1 - beta2), static_cast<T>(bc2), static_cast<T>(sqrt_bc2),
-                          static_cast<T>(eps), static_cast<T>(step_size));
-      return;
-    }
     run_adam_pass<T>(l2, decoupled, amsgrad, param.data<T>(), grad.data<T>(), state.exp_avg.data<T>(),
                      state.exp_avg_sq.data<T>(), vmax, n, static_cast<T>(l2_weight_decay),
                      static_cast<T>(1 - lr * decoupled_weight_decay), static_cast<T>(beta1),
                      static_cast<T>(1 - beta1), static_cast<T>(beta2), static_cast<T>(1 - beta2),
                      static_cast<T>(sqrt_bc2), static_cast<T>(eps), static_cast<T>(step_size));
   });
-}
-
-Tensor mutant_step_grad(const Tensor& param, const Tensor& grad) {
-  if (!grad.defined())
-    return mutant_active(Mutant::StepUndefinedGradAsZero) ? Tensor::zeros(param.dtype(), param.shape()) : grad;
-  if (mutant_active(Mutant::AdamSkipZeroGrad)) {
-    bool all_zero = true;
-    for (int64_t i = 0; i < grad.numel() && all_zero; ++i) all_zero = grad.at(i) == 0;
-    if (all_zero) return Tensor();
-  }
-  return grad;
 }
 
 }  // namespace adam_detail
@@ -249,24 +181,15 @@ Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
 }
 
 void Adam::step() {
-  const int64_t optimizer_step = adam_detail::mutant_optimizer_step(*this);  // mutants.h
-  const bool decoupled_mutant = mutant_active(Mutant::AdamDecoupledDecay);  // mutants.h
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdamOptions& o = group_options(gi);
-    if (o.lr == 0 && mutant_active(Mutant::LrZeroGroupSkipped)) continue;  // mutants.h
     for (Tensor& p : param_groups()[gi].params) {
-      Tensor grad = p.grad();
-      if (active_mutant() != Mutant::None) grad = adam_detail::mutant_step_grad(p, grad);  // mutants.h
+      const Tensor grad = p.grad();
       if (!grad.defined()) continue;  // SEM-4.3, SEM-6.3: skipped, step count unchanged
       AdamParamState* state = state_of(p);
       if (!state)  // SEM-6.2: lazily, at the first step with a defined grad
         state = static_cast<AdamParamState*>(&set_state(p, adam_detail::fresh_state(p, o.amsgrad)));
       state->step += 1;  // SEM-6.3: a zero grad still counts
-      if (optimizer_step) state->step = optimizer_step;  // mutant AdamStepPerOptimizer
-      if (decoupled_mutant) {  // mutant (SEM-6.3): decay as AdamW does
-        adam_detail::adam_update(p, grad, *state, o.lr, o.betas, o.eps, 0, o.weight_decay, o.amsgrad);
-        continue;
-      }
       adam_detail::adam_update(p, grad, *state, o.lr, o.betas, o.eps, /*l2_weight_decay=*/o.weight_decay,
                                /*decoupled_weight_decay=*/0, o.amsgrad);
     }

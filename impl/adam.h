@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "impl/mutants.h"
 #include "impl/optimizer.h"
 
 namespace lockstep::impl {
@@ -74,24 +73,6 @@ void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, doubl
 
 // The state of a parameter at its first step: step 0, zeros (and max_exp_avg_sq when amsgrad).
 std::unique_ptr<AdamParamState> fresh_state(const Tensor& param, bool amsgrad);
-
-// Step-level mutants of the Adam family (mutants.h); without a mutant they change nothing.
-// The grad to step `param` with (undefined: skip it): zeros for an undefined grad under
-// StepUndefinedGradAsZero, undefined for an all-zero grad under AdamSkipZeroGrad, else `grad`.
-Tensor mutant_step_grad(const Tensor& param, const Tensor& grad);
-// AdamStepPerOptimizer: the optimizer's count for this step() (1 + the largest count of any parameter);
-// 0 when that mutant is not active.
-template <class AdamLike>
-int64_t mutant_optimizer_step(const AdamLike& optimizer) {
-  if (!mutant_active(Mutant::AdamStepPerOptimizer)) return 0;
-  int64_t largest = 0;
-  for (const ParamGroup& g : optimizer.param_groups()) {
-    for (const Tensor& p : g.params) {
-      if (const AdamParamState* s = optimizer.state_of(p)) largest = s->step > largest ? s->step : largest;
-    }
-  }
-  return largest + 1;
-}
 }  // namespace adam_detail
 
 }  // namespace lockstep::impl

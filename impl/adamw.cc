@@ -12,18 +12,14 @@ AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
 }
 
 void AdamW::step() {
-  const int64_t optimizer_step = adam_detail::mutant_optimizer_step(*this);  // mutants.h
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdamWOptions& o = group_options(gi);
-    if (o.lr == 0 && mutant_active(Mutant::LrZeroGroupSkipped)) continue;  // mutants.h
     for (Tensor& p : param_groups()[gi].params) {
-      Tensor grad = p.grad();
-      if (active_mutant() != Mutant::None) grad = adam_detail::mutant_step_grad(p, grad);  // mutants.h
+      const Tensor grad = p.grad();
       if (!grad.defined()) continue;  // SEM-4.3: skipped, no decay, step count unchanged
       AdamParamState* state = state_of(p);
       if (!state) state = static_cast<AdamParamState*>(&set_state(p, adam_detail::fresh_state(p, o.amsgrad)));
       state->step += 1;
-      if (optimizer_step) state->step = optimizer_step;  // mutant AdamStepPerOptimizer
       // SEM-6.4: p = p * (1 - lr * weight_decay) first, then Adam's box without the L2 term (one pass).
       adam_detail::adam_update(p, grad, *state, o.lr, o.betas, o.eps, /*l2_weight_decay=*/0,
                                /*decoupled_weight_decay=*/o.weight_decay, o.amsgrad);

@@ -5,7 +5,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "impl/mutants.h"
 #include "impl/ops.h"
 
 namespace lockstep::impl {
@@ -100,14 +99,6 @@ void accumulate_into_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor incomi
     } else {
       param.set_grad(incoming.clone());  // SEM-3.1: never alias a tensor the caller holds
     }
-  } else if (mutant_active(Mutant::BackwardOverwrites)) {  // mutant (SEM-3.2): the old grad is lost
-    if (create_graph) param.set_grad(ops::clone(incoming));
-    else grad.copy_values_from(incoming);
-  } else if (mutant_active(Mutant::AccumulateOutOfPlace) && !create_graph) {  // mutant (SEM-3.2)
-    param.set_grad(ops::add(grad, incoming));
-  } else if (mutant_active(Mutant::AccumulateInPlaceCreateGraph) && create_graph) {  // mutant (SEM-3.3)
-    NoGradGuard values_only;
-    ops::add_in_place(grad, incoming);
   } else if (!create_graph) {
     ops::add_in_place(grad, incoming);  // SEM-3.2: grad += incoming, identity kept
   } else {
@@ -236,7 +227,7 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
     // taking it over (SEM-3.1). Black-box (LibTorch 1.13): in add(sum(p0), sub(p1, c)) with 0-d leaves, p0 takes
     // over sum's new tensor but p1 copies the pass-through, so two backwards give grads 2 and 2 (not 3 and 3,
     // as when both leaves take over tensors on one storage, add(sum(p0), sum(p1))).
-    if (!retain_graph && !mutant_active(Mutant::RetainGraphIgnored)) {  // SEM-2.5: free what the node saved
+    if (!retain_graph) {  // SEM-2.5: free what the node saved
       node->saved.clear();
       node->saved_freed = true;
     }
@@ -252,8 +243,7 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
       } else if (edge.leaf) {
         TensorImpl* leaf = edge.leaf.get();
         Tensor& slot = leaf_grads[leaf];
-        if (!(mutant_active(Mutant::TiedParamCountedOnce) && slot.defined()))  // mutant (SEM-2.6): first only
-          slot = sum_contributions(slot, std::move(g));
+        slot = sum_contributions(slot, std::move(g));
         if (--leaf_dependencies[leaf] == 0) {
           Tensor total = std::move(slot);
           leaf_grads.erase(leaf);

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <typeinfo>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -14,7 +15,6 @@
 #include "impl/adam.h"
 #include "impl/adamw.h"
 #include "impl/autograd.h"
-#include "impl/mutants.h"
 #include "impl/ops.h"
 #include "impl/optimizer.h"
 #include "impl/rmsprop.h"
@@ -203,397 +203,337 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
   return o;
 }
 
-// ---------------------------------------------------------------------------------------------------------
-
-// Mutant GroupOptionsInheritDefaults (mutants.h, SEM-7.1 [2.x]): the group's fields over the defaults'.
-OptimizerOptions over_defaults(const OptimizerOptions& defaults, const OptimizerOptions& given) {
-  OptimizerOptions merged = defaults;
-  for (const std::string& name : all_option_names()) copy_if_set(any_option(name), given, merged);
-  return merged;
+// The optimizer's state of one parameter: its step count and its tensors by the names of
+// optimizer_descriptions.h (SEM-5.3, SEM-6.2, SEM-14.2, SEM-15.2). None without state.
+template <class State>
+const State* state_as(const impl::ParamState* s) {
+  return dynamic_cast<const State*>(s);
 }
-
-class ImplEngine : public Engine {
- public:
-  explicit ImplEngine(impl::Mutant mutant = impl::Mutant::None, bool zero_grad_default_none = false)
-      : mutant_(mutant), zero_grad_default_none_(zero_grad_default_none) {}
-
-  std::string name() const override {
-    return mutant_ == impl::Mutant::None ? "impl" : std::string("impl+") + impl::mutant_name(mutant_);
-  }
-
-  // Every Engine method below runs its body through guarded(); this member shadows the free function so
-  // that the body runs with this engine's mutant selected on the thread (mutants.h) and with no other.
-  template <class Body>
-  auto guarded(Body&& body) -> decltype(body()) {
-    impl::MutantScope scope(mutant_);
-    return lockstep::guarded(std::forward<Body>(body));
-  }
-
-  void add_parameter(const ParamSpec& spec) override {
-    guarded([&] {
-      if (index_.count(spec.name)) {
-        throw EngineError(error_kind::kOther, "parameter '" + spec.name + "' is declared twice");
-      }
-      impl::Tensor t = make_tensor(spec.values, spec.dtype, spec.shape);
-      t.set_requires_grad(true);  // SEM-2.1: a leaf that requires grad, its grad undefined
-      index_[spec.name] = params_.size();
-      params_.push_back({spec.name, t, nullptr});
-    });
-  }
-
-  void make_optimizer(const OptimizerSpec& spec) override {
-    guarded([&] {
-      defaults_spec_ = spec.defaults;
-      std::vector<impl::ParamGroup> groups;
-      for (size_t i = 0; i < spec.groups.size(); ++i) {
-        groups.push_back(make_group(spec.groups[i], spec.kind, "group " + std::to_string(i)));
-      }
-      check_fields(spec.kind, spec.defaults, "defaults");
-      std::unique_ptr<impl::Optimizer> optimizer;
-      switch (spec.kind) {
-        case OptimizerKind::SGD:
-          optimizer = std::make_unique<impl::SGD>(std::move(groups), sgd_options(spec.defaults, "defaults"));
-          break;
-        case OptimizerKind::Adam: {
-          impl::AdamOptions defaults;
-          apply(defaults, spec.defaults);
-          optimizer = std::make_unique<impl::Adam>(std::move(groups), defaults);
-          break;
-        }
-        case OptimizerKind::AdamW: {
-          impl::AdamWOptions defaults;
-          apply(defaults, spec.defaults);
-          optimizer = std::make_unique<impl::AdamW>(std::move(groups), defaults);
-          break;
-        }
-        case OptimizerKind::RMSprop: {
-          impl::RMSpropOptions defaults;
-          apply(defaults, spec.defaults);
-          optimizer = std::make_unique<impl::RMSprop>(std::move(groups), defaults);
-          break;
-        }
-        case OptimizerKind::Adagrad: {
-          impl::AdagradOptions defaults;
-          apply(defaults, spec.defaults);
-          optimizer = std::make_unique<impl::Adagrad>(std::move(groups), defaults);
-          break;
-        }
-      }
-      optimizer_ = std::move(optimizer);
-      kind_ = spec.kind;
-    });
-  }
-
-  void forward(const Expr& loss, bool no_grad) override {
-    guarded([&] {
-      impl::GradModeGuard mode(!no_grad);  // SEM-2.3: under no_grad nothing is recorded
-      output_ = evaluate(loss);            // a failed forward keeps the previous output
-    });
-  }
-
-  void backward(const BackwardArgs& args) override {
-    guarded([&] {
-      if (!output_.defined()) throw EngineError(error_kind::kNoOutput, "backward before any forward");
-      const bool create_graph = args.create_graph;
-      const bool retain_graph = args.retain_graph.value_or(create_graph);  // SEM-2.5
-      impl::Tensor gradient;
-      if (args.gradient) {
-        const std::vector<double>& g = *args.gradient;
-        // Shaped like the output when the count fits; otherwise 1-D, and autograd reports the mismatch.
-        Shape shape = static_cast<int64_t>(g.size()) == output_.numel() ? output_.shape()
-                                                                        : Shape{static_cast<int64_t>(g.size())};
-        gradient = impl::Tensor::from_values(output_.dtype(), shape, g);
-      }
-      std::vector<impl::Tensor> undefined_before;  // mutant UnusedParamGradZero (SEM-2.7)
-      if (impl::mutant_active(impl::Mutant::UnusedParamGradZero))
-        for (const Param& p : params_) if (!p.tensor.grad().defined()) undefined_before.push_back(p.tensor);
-      impl::backward(output_, gradient.defined() ? &gradient : nullptr, retain_graph, create_graph);
-      for (impl::Tensor& p : undefined_before)
-        if (!p.grad().defined()) p.set_grad(impl::Tensor::zeros(p.dtype(), p.shape()));
-    });
-  }
-
-  void zero_grad(std::optional<bool> set_to_none) override {  // SEM-4.1, SEM-4.2, SEM-12.1
-    guarded([&] { require_optimizer("zero_grad").zero_grad(set_to_none.value_or(zero_grad_default_none_)); });
-  }
-  bool zero_grad_sets_to_none_by_default() const override { return zero_grad_default_none_; }
-
-  void set_grad_none(const std::string& param) override {
-    guarded([&] { tensor_of(param).reset_grad(); });
-  }
-
-  void hold_grad(const std::string& param, const std::string& handle) override {
-    guarded([&] {
-      impl::Tensor grad = tensor_of(param).grad();  // an alias (SEM-1.1); may be undefined
-      for (auto& h : handles_) {
-        if (h.first == handle) {
-          h.second = grad;
-          return;
-        }
-      }
-      handles_.emplace_back(handle, grad);
-    });
-  }
-
-  void step() override {
-    guarded([&] { require_optimizer("step").step(); });
-  }
-
-  void set_group_options(int group, const OptimizerOptions& changes) override {
-    guarded([&] {
-      impl::Optimizer& optimizer = require_optimizer("set_options");
-      auto& groups = optimizer.param_groups();
-      if (group < 0 || static_cast<size_t>(group) >= groups.size()) {
-        throw EngineError(error_kind::kNoSuchGroup, "no param group " + std::to_string(group) + " (there are " +
-                                                        std::to_string(groups.size()) + ")");
-      }
-      check_fields(kind_, changes, "set_options");
-      impl::OptionsBase& options = *groups[group].options;
-      switch (kind_) {
-        case OptimizerKind::SGD: apply(static_cast<impl::SGDOptions&>(options), changes); break;
-        case OptimizerKind::Adam: apply(static_cast<impl::AdamOptions&>(options), changes); break;
-        case OptimizerKind::AdamW: apply(static_cast<impl::AdamWOptions&>(options), changes); break;
-        case OptimizerKind::RMSprop: apply(static_cast<impl::RMSpropOptions&>(options), changes); break;
-        case OptimizerKind::Adagrad: apply(static_cast<impl::AdagradOptions&>(options), changes); break;
-      }
-    });
-  }
-
-  void add_param_group(const ParamGroupSpec& group) override {
-    guarded([&] {
-      impl::Optimizer& optimizer = require_optimizer("add_param_group");
-      optimizer.add_param_group(make_group(group, kind_, "new group"));
-    });
-  }
-
-  EngineState observe() override {
-    return guarded([&] {
-      EngineState state;
-      std::unordered_map<const impl::TensorImpl*, std::string> names;
-      for (Param& p : params_) {
-        names[p.tensor.impl()] = p.name;
-        state.params.push_back(observe_param(p));
-      }
-      for (const auto& [name, grad] : handles_) {
-        HandleObservation o;
-        o.name = name;
-        o.defined = grad.defined();
-        if (o.defined) o.value = to_value(grad);
-        state.handles.push_back(std::move(o));
-      }
-      if (optimizer_) {
-        for (const impl::ParamGroup& group : optimizer_->param_groups()) {
-          GroupObservation g;
-          for (const impl::Tensor& t : group.params) {
-            auto it = names.find(t.impl());
-            g.params.push_back(it == names.end() ? "?" : it->second);
-          }
-          g.options = observe_options(kind_, group.options ? *group.options : optimizer_->defaults());
-          state.groups.push_back(std::move(g));
-        }
-      }
-      if (output_.defined()) {
-        OutputObservation o;
-        o.value = to_value(output_);
-        o.requires_grad = output_.requires_grad();
-        o.has_grad_fn = output_.grad_fn() != nullptr;
-        state.output = std::move(o);
-      }
-      return state;
-    });
-  }
-
-  void synchronise(const EngineState& target) override {
-    guarded([&] {
-      for (const ParamObservation& t : target.params) {
-        auto it = index_.find(t.name);
-        if (it == index_.end()) throw EngineError(error_kind::kOther, "synchronise: unknown parameter '" + t.name + "'");
-        const impl::Tensor& p = params_[it->second].tensor;
-        overwrite(p, &t.value, t.name);
-        if (t.grad.defined) overwrite(p.grad(), &t.grad.value, t.name + ".grad");
-        if (optimizer_ && t.state.exists) synchronise_state(p, t.state, t.name);
-      }
-      for (const HandleObservation& t : target.handles) {
-        if (!t.defined) continue;
-        for (const auto& [name, grad] : handles_) {
-          if (name == t.name) overwrite(grad, &t.value, "handle " + name);
-        }
-      }
-      if (target.output && output_.defined()) overwrite(output_, &target.output->value, "output");
-    });
-  }
-
- private:
-  struct Param {
-    std::string name;
-    impl::Tensor tensor;
-    std::shared_ptr<impl::TensorImpl> previous_grad;  // seen at the previous observe(); kept alive so that
-                                                      // its address cannot be reused by a new grad
-  };
-
-  impl::Optimizer& require_optimizer(const char* action) const {
-    if (!optimizer_) throw EngineError(error_kind::kNoOptimizer, std::string(action) + " without an optimizer");
-    return *optimizer_;
-  }
-
-  impl::Tensor& tensor_of(const std::string& name) {
-    auto it = index_.find(name);
-    if (it == index_.end()) throw EngineError(error_kind::kOther, "unknown parameter '" + name + "'");
-    return params_[it->second].tensor;
-  }
-
-  impl::ParamGroup make_group(const ParamGroupSpec& spec, OptimizerKind kind, const std::string& where) {
-    std::vector<impl::Tensor> tensors;
-    for (const auto& name : spec.params) tensors.push_back(tensor_of(name));
-    if (!spec.options) return impl::ParamGroup(std::move(tensors));  // a copy of the defaults (SEM-7.1)
-    if (impl::mutant_active(impl::Mutant::GroupOptionsInheritDefaults))  // mutant (SEM-7.1 [2.x])
-      return impl::ParamGroup(std::move(tensors),
-                              make_options(kind, over_defaults(defaults_spec_, *spec.options), where));
-    return impl::ParamGroup(std::move(tensors), make_options(kind, *spec.options, where));
-  }
-
-  impl::Tensor evaluate(const Expr& e) {
-    // Operands first to last, as Python evaluates them (SEM-2.10): the order the nodes are created in decides
-    // which grads a backward that fails part-way has already accumulated. (In `f(arg(0), arg(1))` C++ leaves
-    // the order unspecified; GCC evaluates the right operand first.)
-    std::vector<impl::Tensor> operands;
-    for (size_t i = 0; i < e.args.size(); ++i) {
-      if (!e.args[i]) break;
-      operands.push_back(evaluate(*e.args[i]));
-    }
-    auto arg = [&](size_t i) -> impl::Tensor {
-      if (i >= operands.size()) {
-        throw EngineError(error_kind::kOther, "operand " + std::to_string(i) + " of an expression is missing");
-      }
-      return operands[i];
-    };
-    namespace ops = impl::ops;
-    switch (e.op) {
-      case Op::Param: return tensor_of(e.name);  // the leaf itself
-      case Op::Const: return make_tensor(e.constant.data, e.constant.dtype, e.constant.shape);
-      case Op::Add: return ops::add(arg(0), arg(1));
-      case Op::Sub: return ops::sub(arg(0), arg(1));
-      case Op::Mul: return ops::mul(arg(0), arg(1));
-      case Op::Div: return ops::div(arg(0), arg(1));
-      case Op::Neg: return ops::neg(arg(0));
-      case Op::MulScalar: return ops::mul_scalar(arg(0), e.scalar);
-      case Op::Square: return ops::square(arg(0));
-      case Op::Pow: return ops::pow_scalar(arg(0), e.scalar);
-      case Op::Exp: return ops::exp(arg(0));
-      case Op::Log: return ops::log(arg(0));
-      case Op::Tanh: return ops::tanh(arg(0));
-      case Op::Sigmoid: return ops::sigmoid(arg(0));
-      case Op::Relu: return ops::relu(arg(0));
-      case Op::Abs: return ops::abs(arg(0));
-      case Op::Matmul: return ops::matmul(arg(0), arg(1));
-      case Op::Sum: return ops::sum(arg(0));
-      case Op::Mean: return ops::mean(arg(0));
-      case Op::MseLoss: return ops::mse_loss(arg(0), arg(1));
-      case Op::CrossEntropy: return ops::cross_entropy(arg(0), e.indices);
-      case Op::Linear:
-        return e.args.size() > 2 && e.args[2] ? ops::linear(arg(0), arg(1), arg(2)) : ops::linear(arg(0), arg(1));
-      case Op::Embedding: return ops::embedding(arg(0), e.indices);
-    }
-    throw EngineError(error_kind::kOther, "unknown op");
-  }
-
-  ParamObservation observe_param(Param& p) {
-    ParamObservation o;
-    o.name = p.name;
-    o.value = to_value(p.tensor);
-    impl::Tensor grad = p.tensor.grad();
-    o.grad.defined = grad.defined();
-    if (grad.defined()) {
-      o.grad.value = to_value(grad);
-      o.grad.requires_grad = grad.requires_grad();
-      o.grad.has_grad_fn = grad.grad_fn() != nullptr;
-    }
-    o.grad.same_as_previous = grad.defined() && grad.impl_ptr() == p.previous_grad;  // SEM-1.1
-    p.previous_grad = grad.impl_ptr();
-    if (optimizer_) o.state = observe_state(p.tensor);
-    return o;
-  }
-
-  // A parameter's optimizer state as impl holds it: the step count and each state tensor by the name of
-  // optimizer_descriptions.h. exists is false without state (SEM-5.3, SEM-6.2, SEM-14.2, SEM-15.2).
-  struct ImplState {
-    bool exists = false;
-    const int64_t* step = nullptr;
-    std::vector<std::pair<const char*, impl::Tensor*>> tensors;
-  };
-
-  ImplState impl_state(const impl::Tensor& p) {
-    ImplState s;
-    switch (kind_) {
-      case OptimizerKind::SGD:
-        if (impl::SGDParamState* t = static_cast<impl::SGD&>(*optimizer_).state_of(p))
-          s = {true, nullptr, {{"momentum_buffer", &t->momentum_buffer}}};
-        break;
-      case OptimizerKind::Adam:
-      case OptimizerKind::AdamW:
-        if (impl::AdamParamState* t = adam_state(p))
-          s = {true, &t->step, {{"exp_avg", &t->exp_avg}, {"exp_avg_sq", &t->exp_avg_sq}, {"max_exp_avg_sq", &t->max_exp_avg_sq}}};
-        break;
-      case OptimizerKind::RMSprop:
-        if (impl::RMSpropParamState* t = static_cast<impl::RMSprop&>(*optimizer_).state_of(p))
-          s = {true, &t->step,
-               {{"square_avg", &t->square_avg}, {"momentum_buffer", &t->momentum_buffer}, {"grad_avg", &t->grad_avg}}};
-        break;
-      case OptimizerKind::Adagrad:
-        if (impl::AdagradParamState* t = static_cast<impl::Adagrad&>(*optimizer_).state_of(p))
-          s = {true, &t->step, {{"sum", &t->sum}}};
-        break;
-    }
-    return s;
-  }
-
-  static std::optional<TensorValue> OptimizerStateObservation::*field_of(const std::string& name) {
-    for (const StateTensorDescription& t : all_state_tensors())
-      if (name == t.name) return t.field;
-    return nullptr;
-  }
-
-  OptimizerStateObservation observe_state(const impl::Tensor& p) {
-    OptimizerStateObservation o;
-    const ImplState s = impl_state(p);
-    o.exists = s.exists;
-    if (s.step) o.step = *s.step;
-    for (const auto& [name, tensor] : s.tensors) o.*field_of(name) = optional_value(*tensor);
-    return o;
-  }
-
-  impl::AdamParamState* adam_state(const impl::Tensor& p) {
-    if (kind_ == OptimizerKind::Adam) return static_cast<impl::Adam&>(*optimizer_).state_of(p);
-    if (kind_ == OptimizerKind::AdamW) return static_cast<impl::AdamW&>(*optimizer_).state_of(p);
-    return nullptr;
-  }
-
-  // Overwrites the state tensors' numbers; the step count is structure, not rounding, and is left alone.
-  void synchronise_state(const impl::Tensor& p, const OptimizerStateObservation& t, const std::string& name) {
-    for (const auto& [field, tensor] : impl_state(p).tensors) {
-      const std::optional<TensorValue>& target = t.*field_of(field);
-      overwrite(*tensor, target ? &*target : nullptr, name + "." + field);
-    }
-  }
-
-  std::vector<Param> params_;  // in the program's order
-  std::map<std::string, size_t> index_;
-  std::unique_ptr<impl::Optimizer> optimizer_;
-  OptimizerKind kind_ = OptimizerKind::SGD;
-  std::vector<std::pair<std::string, impl::Tensor>> handles_;  // in the order first taken
-  impl::Tensor output_;  // the held forward output; undefined before the first forward
-  impl::Mutant mutant_ = impl::Mutant::None;  // mutants.h; selected around every method by guarded()
-  bool zero_grad_default_none_ = false;  // SEM-12.1
-  OptimizerOptions defaults_spec_;            // the optimizer's defaults as given (GroupOptionsInheritDefaults)
-};
 
 }  // namespace
 
-std::unique_ptr<Engine> make_impl_engine(const std::string& mutant, bool zero_grad_default_none) {
-  if (mutant.empty()) return std::make_unique<ImplEngine>(impl::Mutant::None, zero_grad_default_none);
-  std::optional<impl::Mutant> m = impl::mutant_from_name(mutant);
-  if (!m) throw std::invalid_argument("unknown mutant '" + mutant + "' (known: " + impl::mutant_names_joined() + ")");
-  return std::make_unique<ImplEngine>(*m, zero_grad_default_none);
+struct ImplEngine::StateView {
+  bool exists = false;
+  const int64_t* step = nullptr;
+  std::vector<std::pair<const char*, const impl::Tensor*>> tensors;
+};
+
+ImplEngine::ImplEngine(bool zero_grad_default_none, std::string name)
+    : name_(std::move(name)), zero_grad_default_none_(zero_grad_default_none) {}
+
+ImplEngine::~ImplEngine() = default;
+
+void ImplEngine::add_parameter(const ParamSpec& spec) {
+  guarded([&] {
+    if (index_.count(spec.name)) {
+      throw EngineError(error_kind::kOther, "parameter '" + spec.name + "' is declared twice");
+    }
+    impl::Tensor t = make_tensor(spec.values, spec.dtype, spec.shape);
+    t.set_requires_grad(true);  // SEM-2.1: a leaf that requires grad, its grad undefined
+    index_[spec.name] = params_.size();
+    params_.push_back({spec.name, t, nullptr});
+  });
+}
+
+std::unique_ptr<impl::Optimizer> ImplEngine::construct_optimizer(OptimizerKind kind, std::vector<impl::ParamGroup> groups,
+                                                                 const impl::OptionsBase& defaults) {
+  switch (kind) {
+    case OptimizerKind::SGD:
+      return std::make_unique<impl::SGD>(std::move(groups), static_cast<const impl::SGDOptions&>(defaults));
+    case OptimizerKind::Adam:
+      return std::make_unique<impl::Adam>(std::move(groups), static_cast<const impl::AdamOptions&>(defaults));
+    case OptimizerKind::AdamW:
+      return std::make_unique<impl::AdamW>(std::move(groups), static_cast<const impl::AdamWOptions&>(defaults));
+    case OptimizerKind::RMSprop:
+      return std::make_unique<impl::RMSprop>(std::move(groups), static_cast<const impl::RMSpropOptions&>(defaults));
+    case OptimizerKind::Adagrad:
+      return std::make_unique<impl::Adagrad>(std::move(groups), static_cast<const impl::AdagradOptions&>(defaults));
+  }
+  throw EngineError(error_kind::kOther, "unknown optimizer kind");
+}
+
+void ImplEngine::make_optimizer(const OptimizerSpec& spec) {
+  guarded([&] {
+    std::vector<impl::ParamGroup> groups;
+    for (size_t i = 0; i < spec.groups.size(); ++i) {
+      groups.push_back(make_group(spec.groups[i], spec.kind, "group " + std::to_string(i)));
+    }
+    std::unique_ptr<impl::OptionsBase> defaults = make_options(spec.kind, spec.defaults, "defaults");
+    optimizer_ = construct_optimizer(spec.kind, std::move(groups), *defaults);
+    kind_ = spec.kind;
+  });
+}
+
+void ImplEngine::forward(const Expr& loss, bool no_grad) {
+  guarded([&] {
+    impl::GradModeGuard mode(!no_grad);  // SEM-2.3: under no_grad nothing is recorded
+    output_ = evaluate(loss);            // a failed forward keeps the previous output
+  });
+}
+
+void ImplEngine::backward(const BackwardArgs& args) {
+  guarded([&] {
+    if (!output_.defined()) throw EngineError(error_kind::kNoOutput, "backward before any forward");
+    const bool create_graph = args.create_graph;
+    const bool retain_graph = args.retain_graph.value_or(create_graph);  // SEM-2.5
+    impl::Tensor gradient;
+    if (args.gradient) {
+      const std::vector<double>& g = *args.gradient;
+      // Shaped like the output when the count fits; otherwise 1-D, and autograd reports the mismatch.
+      Shape shape = static_cast<int64_t>(g.size()) == output_.numel() ? output_.shape()
+                                                                      : Shape{static_cast<int64_t>(g.size())};
+      gradient = impl::Tensor::from_values(output_.dtype(), shape, g);
+    }
+    impl::backward(output_, gradient.defined() ? &gradient : nullptr, retain_graph, create_graph);
+  });
+}
+
+void ImplEngine::zero_grad(std::optional<bool> set_to_none) {  // SEM-4.1, SEM-4.2, SEM-12.1
+  guarded([&] { require_optimizer("zero_grad").zero_grad(set_to_none.value_or(zero_grad_default_none_)); });
+}
+
+void ImplEngine::set_grad_none(const std::string& param) {
+  guarded([&] { tensor_of(param).reset_grad(); });
+}
+
+void ImplEngine::hold_grad(const std::string& param, const std::string& handle) {
+  guarded([&] {
+    impl::Tensor grad = tensor_of(param).grad();  // an alias (SEM-1.1); may be undefined
+    for (auto& h : handles_) {
+      if (h.first == handle) {
+        h.second = grad;
+        return;
+      }
+    }
+    handles_.emplace_back(handle, grad);
+  });
+}
+
+void ImplEngine::step() {
+  guarded([&] { require_optimizer("step").step(); });
+}
+
+void ImplEngine::set_group_options(int group, const OptimizerOptions& changes) {
+  guarded([&] {
+    impl::Optimizer& optimizer = require_optimizer("set_options");
+    auto& groups = optimizer.param_groups();
+    if (group < 0 || static_cast<size_t>(group) >= groups.size()) {
+      throw EngineError(error_kind::kNoSuchGroup, "no param group " + std::to_string(group) + " (there are " +
+                                                      std::to_string(groups.size()) + ")");
+    }
+    check_fields(kind_, changes, "set_options");
+    impl::OptionsBase& options = *groups[group].options;
+    switch (kind_) {
+      case OptimizerKind::SGD: apply(static_cast<impl::SGDOptions&>(options), changes); break;
+      case OptimizerKind::Adam: apply(static_cast<impl::AdamOptions&>(options), changes); break;
+      case OptimizerKind::AdamW: apply(static_cast<impl::AdamWOptions&>(options), changes); break;
+      case OptimizerKind::RMSprop: apply(static_cast<impl::RMSpropOptions&>(options), changes); break;
+      case OptimizerKind::Adagrad: apply(static_cast<impl::AdagradOptions&>(options), changes); break;
+    }
+  });
+}
+
+void ImplEngine::add_param_group(const ParamGroupSpec& group) {
+  guarded([&] {
+    impl::Optimizer& optimizer = require_optimizer("add_param_group");
+    optimizer.add_param_group(make_group(group, kind_, "new group"));
+  });
+}
+
+EngineState ImplEngine::observe() {
+  return guarded([&] {
+    EngineState state;
+    std::unordered_map<const impl::TensorImpl*, std::string> names;
+    for (Param& p : params_) {
+      names[p.tensor.impl()] = p.name;
+      state.params.push_back(observe_param(p));
+    }
+    for (const auto& [name, grad] : handles_) {
+      HandleObservation o;
+      o.name = name;
+      o.defined = grad.defined();
+      if (o.defined) o.value = to_value(grad);
+      state.handles.push_back(std::move(o));
+    }
+    if (optimizer_) {
+      for (const impl::ParamGroup& group : optimizer_->param_groups()) {
+        GroupObservation g;
+        for (const impl::Tensor& t : group.params) {
+          auto it = names.find(t.impl());
+          g.params.push_back(it == names.end() ? "?" : it->second);
+        }
+        g.options = observe_options(kind_, group.options ? *group.options : optimizer_->defaults());
+        state.groups.push_back(std::move(g));
+      }
+    }
+    if (output_.defined()) {
+      OutputObservation o;
+      o.value = to_value(output_);
+      o.requires_grad = output_.requires_grad();
+      o.has_grad_fn = output_.grad_fn() != nullptr;
+      state.output = std::move(o);
+    }
+    return state;
+  });
+}
+
+void ImplEngine::synchronise(const EngineState& target) {
+  guarded([&] {
+    for (const ParamObservation& t : target.params) {
+      auto it = index_.find(t.name);
+      if (it == index_.end()) throw EngineError(error_kind::kOther, "synchronise: unknown parameter '" + t.name + "'");
+      const impl::Tensor& p = params_[it->second].tensor;
+      overwrite(p, &t.value, t.name);
+      if (t.grad.defined) overwrite(p.grad(), &t.grad.value, t.name + ".grad");
+      if (optimizer_ && t.state.exists) synchronise_state(p, t.state, t.name);
+    }
+    for (const HandleObservation& t : target.handles) {
+      if (!t.defined) continue;
+      for (const auto& [name, grad] : handles_) {
+        if (name == t.name) overwrite(grad, &t.value, "handle " + name);
+      }
+    }
+    if (target.output && output_.defined()) overwrite(output_, &target.output->value, "output");
+  });
+}
+
+impl::Optimizer& ImplEngine::require_optimizer(const char* action) const {
+  if (!optimizer_) throw EngineError(error_kind::kNoOptimizer, std::string(action) + " without an optimizer");
+  return *optimizer_;
+}
+
+impl::Tensor& ImplEngine::tensor_of(const std::string& name) {
+  auto it = index_.find(name);
+  if (it == index_.end()) throw EngineError(error_kind::kOther, "unknown parameter '" + name + "'");
+  return params_[it->second].tensor;
+}
+
+std::vector<impl::Tensor> ImplEngine::parameters() const {
+  std::vector<impl::Tensor> out;
+  for (const Param& p : params_) out.push_back(p.tensor);
+  return out;
+}
+
+impl::ParamGroup ImplEngine::make_group(const ParamGroupSpec& spec, OptimizerKind kind, const std::string& where) {
+  std::vector<impl::Tensor> tensors;
+  for (const auto& name : spec.params) tensors.push_back(tensor_of(name));
+  if (!spec.options) return impl::ParamGroup(std::move(tensors));  // a copy of the defaults (SEM-7.1)
+  return impl::ParamGroup(std::move(tensors), make_options(kind, *spec.options, where));
+}
+
+impl::Tensor ImplEngine::evaluate(const Expr& e) {
+  // Operands first to last, as Python evaluates them (SEM-2.10): the order the nodes are created in decides
+  // which grads a backward that fails part-way has already accumulated. (In `f(arg(0), arg(1))` C++ leaves
+  // the order unspecified; GCC evaluates the right operand first.)
+  std::vector<impl::Tensor> operands;
+  for (size_t i = 0; i < e.args.size(); ++i) {
+    if (!e.args[i]) break;
+    operands.push_back(evaluate(*e.args[i]));
+  }
+  return apply_op(e, operands);
+}
+
+impl::Tensor ImplEngine::apply_op(const Expr& e, const std::vector<impl::Tensor>& operands) {
+  auto arg = [&](size_t i) -> impl::Tensor {
+    if (i >= operands.size()) {
+      throw EngineError(error_kind::kOther, "operand " + std::to_string(i) + " of an expression is missing");
+    }
+    return operands[i];
+  };
+  namespace ops = impl::ops;
+  switch (e.op) {
+    case Op::Param: return tensor_of(e.name);  // the leaf itself
+    case Op::Const: return make_tensor(e.constant.data, e.constant.dtype, e.constant.shape);
+    case Op::Add: return ops::add(arg(0), arg(1));
+    case Op::Sub: return ops::sub(arg(0), arg(1));
+    case Op::Mul: return ops::mul(arg(0), arg(1));
+    case Op::Div: return ops::div(arg(0), arg(1));
+    case Op::Neg: return ops::neg(arg(0));
+    case Op::MulScalar: return ops::mul_scalar(arg(0), e.scalar);
+    case Op::Square: return ops::square(arg(0));
+    case Op::Pow: return ops::pow_scalar(arg(0), e.scalar);
+    case Op::Exp: return ops::exp(arg(0));
+    case Op::Log: return ops::log(arg(0));
+    case Op::Tanh: return ops::tanh(arg(0));
+    case Op::Sigmoid: return ops::sigmoid(arg(0));
+    case Op::Relu: return ops::relu(arg(0));
+    case Op::Abs: return ops::abs(arg(0));
+    case Op::Matmul: return ops::matmul(arg(0), arg(1));
+    case Op::Sum: return ops::sum(arg(0));
+    case Op::Mean: return ops::mean(arg(0));
+    case Op::MseLoss: return ops::mse_loss(arg(0), arg(1));
+    case Op::CrossEntropy: return ops::cross_entropy(arg(0), e.indices);
+    case Op::Linear:
+      return e.args.size() > 2 && e.args[2] ? ops::linear(arg(0), arg(1), arg(2)) : ops::linear(arg(0), arg(1));
+    case Op::Embedding: return ops::embedding(arg(0), e.indices);
+  }
+  throw EngineError(error_kind::kOther, "unknown op");
+}
+
+ParamObservation ImplEngine::observe_param(Param& p) {
+  ParamObservation o;
+  o.name = p.name;
+  o.value = to_value(p.tensor);
+  impl::Tensor grad = p.tensor.grad();
+  o.grad.defined = grad.defined();
+  if (grad.defined()) {
+    o.grad.value = to_value(grad);
+    o.grad.requires_grad = grad.requires_grad();
+    o.grad.has_grad_fn = grad.grad_fn() != nullptr;
+  }
+  o.grad.same_as_previous = grad.defined() && grad.impl_ptr() == p.previous_grad;  // SEM-1.1
+  p.previous_grad = grad.impl_ptr();
+  if (optimizer_) o.state = observe_state(p.tensor);
+  return o;
+}
+
+ImplEngine::StateView ImplEngine::state_view(const impl::Tensor& p) const {
+  StateView v;
+  const impl::ParamState* s = optimizer_ ? optimizer_->state(p) : nullptr;
+  if (!s) return v;
+  v.exists = true;
+  if (auto* t = state_as<impl::SGDParamState>(s)) {
+    v.tensors = {{"momentum_buffer", &t->momentum_buffer}};
+  } else if (auto* t = state_as<impl::AdamParamState>(s)) {
+    v.step = &t->step;
+    v.tensors = {{"exp_avg", &t->exp_avg}, {"exp_avg_sq", &t->exp_avg_sq}, {"max_exp_avg_sq", &t->max_exp_avg_sq}};
+  } else if (auto* t = state_as<impl::RMSpropParamState>(s)) {
+    v.step = &t->step;
+    v.tensors = {{"square_avg", &t->square_avg}, {"momentum_buffer", &t->momentum_buffer}, {"grad_avg", &t->grad_avg}};
+  } else if (auto* t = state_as<impl::AdagradParamState>(s)) {
+    v.step = &t->step;
+    v.tensors = {{"sum", &t->sum}};
+  }
+  return v;
+}
+
+namespace {
+std::optional<TensorValue> OptimizerStateObservation::*field_of(const std::string& name) {
+  for (const StateTensorDescription& t : all_state_tensors())
+    if (name == t.name) return t.field;
+  throw EngineError(error_kind::kOther, "internal: no state tensor named " + name);
+}
+}  // namespace
+
+OptimizerStateObservation ImplEngine::observe_state(const impl::Tensor& p) const {
+  OptimizerStateObservation o;
+  const StateView v = state_view(p);
+  o.exists = v.exists;
+  if (v.step) o.step = *v.step;
+  for (const auto& [name, tensor] : v.tensors) o.*field_of(name) = optional_value(*tensor);
+  return o;
+}
+
+// Overwrites the state tensors' numbers; the step count is structure, not rounding, and is left alone.
+void ImplEngine::synchronise_state(const impl::Tensor& p, const OptimizerStateObservation& t, const std::string& name) {
+  for (const auto& [field, tensor] : state_view(p).tensors) {
+    const std::optional<TensorValue>& target = t.*field_of(field);
+    overwrite(*tensor, target ? &*target : nullptr, name + "." + field);
+  }
+}
+
+std::unique_ptr<Engine> make_impl_engine(bool zero_grad_default_none) {
+  return std::make_unique<ImplEngine>(zero_grad_default_none);
 }
 
 }  // namespace lockstep

@@ -1,8 +1,8 @@
 // impl/engine_adapter.h: the clean-room implementation (impl/) as a conformance Engine (conformance/run/engine.h).
 //
-// Every action runs on impl's own tensors, autograd (autograd.h), ops (ops.h) and optimizers (sgd.h,
-// adam.h, adamw.h); impl::Error leaves as EngineError with the same kind and message. The adapter makes
-// the same decisions as the oracle engine where neither framework has an action of its own:
+// Every action runs on impl's own tensors, autograd (autograd.h), ops (ops.h) and optimizers (sgd.h, adam.h,
+// adamw.h, rmsprop.h, adagrad.h); impl::Error leaves as EngineError with the same kind and message. The adapter
+// makes the same decisions as the oracle engine where neither framework has an action of its own:
 //  - zero_grad(set_to_none = true) resets every grad of every group (SEM-4.2); zero_grad, step,
 //    set_group_options and add_param_group without an optimizer throw no_optimizer;
 //  - a group whose options are given starts from the option type's defaults and sets the given fields
@@ -11,22 +11,92 @@
 // synchronise() overwrites every number (parameters, grads, optimizer state tensors, handles, output) in
 // place, keeping identities (lockstep mode).
 //
+// ImplEngine is also the base of engines built on impl that change one thing (the mutants of
+// tools/mutants/mutants.h): they override an Engine method and call this one, or one of the protected hooks
+// (one op of a loss expression, the optimizer's construction), and reach impl's tensors and optimizer through
+// the protected accessors. impl itself has no hooks for them.
+//
 // Example:
 //   std::unique_ptr<lockstep::Engine> engine = lockstep::make_impl_engine();   // name() == "impl"
 //   lockstep::Trace trace = lockstep::run_program(program, *engine);
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "conformance/run/engine.h"
+#include "impl/optimizer.h"
+#include "impl/tensor.h"
 
 namespace lockstep {
 
-// `mutant` selects a deliberate deviation of impl (impl/mutants.h) for every action of this engine only;
-// empty: none. Throws std::invalid_argument listing the known names for an unknown one. A mutated engine's
-// name() is "impl+NAME". `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1): false
-// zeroes in place as PyTorch 1.x does (impl's default), true sets grads to none as PyTorch >= 2.0 does.
-std::unique_ptr<Engine> make_impl_engine(const std::string& mutant = "", bool zero_grad_default_none = false);
+class ImplEngine : public Engine {
+ public:
+  // `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1): false zeroes in place as
+  // PyTorch 1.x does (impl's default), true sets grads to none as PyTorch >= 2.0 does.
+  explicit ImplEngine(bool zero_grad_default_none = false, std::string name = "impl");
+  ~ImplEngine() override;
+
+  std::string name() const override { return name_; }
+  void add_parameter(const ParamSpec& spec) override;
+  void make_optimizer(const OptimizerSpec& spec) override;
+  void forward(const Expr& loss, bool no_grad) override;
+  void backward(const BackwardArgs& args) override;
+  void zero_grad(std::optional<bool> set_to_none) override;
+  bool zero_grad_sets_to_none_by_default() const override { return zero_grad_default_none_; }
+  void set_grad_none(const std::string& param) override;
+  void hold_grad(const std::string& param, const std::string& handle) override;
+  void step() override;
+  void set_group_options(int group, const OptimizerOptions& changes) override;
+  void add_param_group(const ParamGroupSpec& group) override;
+  EngineState observe() override;
+  void synchronise(const EngineState& target) override;
+
+ protected:
+  // One node of a loss expression from its evaluated operands (operands first to last, SEM-2.10): Param
+  // gives the leaf itself, Const a new constant, every other op impl's op (ops.h).
+  virtual impl::Tensor apply_op(const Expr& e, const std::vector<impl::Tensor>& operands);
+  // impl's optimizer of `kind` over `groups` with `defaults` (impl's option type of that kind).
+  virtual std::unique_ptr<impl::Optimizer> construct_optimizer(OptimizerKind kind, std::vector<impl::ParamGroup> groups,
+                                                               const impl::OptionsBase& defaults);
+
+  impl::Tensor& tensor_of(const std::string& name);       // throws EngineError for an unknown name
+  std::vector<impl::Tensor> parameters() const;           // the program's parameters, in order (aliases)
+  impl::Optimizer* optimizer() const { return optimizer_.get(); }  // null before make_optimizer
+  OptimizerKind optimizer_kind() const { return kind_; }
+  const impl::Tensor& output() const { return output_; }  // the held forward output (undefined before one)
+
+ private:
+  struct Param {
+    std::string name;
+    impl::Tensor tensor;
+    std::shared_ptr<impl::TensorImpl> previous_grad;  // seen at the previous observe(); kept alive so that
+                                                      // its address cannot be reused by a new grad
+  };
+  struct StateView;  // a parameter's optimizer state as impl holds it (engine_adapter.cc)
+
+  impl::Optimizer& require_optimizer(const char* action) const;
+  impl::ParamGroup make_group(const ParamGroupSpec& spec, OptimizerKind kind, const std::string& where);
+  impl::Tensor evaluate(const Expr& e);
+  ParamObservation observe_param(Param& p);
+  StateView state_view(const impl::Tensor& p) const;
+  OptimizerStateObservation observe_state(const impl::Tensor& p) const;
+  void synchronise_state(const impl::Tensor& p, const OptimizerStateObservation& t, const std::string& name);
+
+  std::string name_;
+  std::vector<Param> params_;  // in the program's order
+  std::map<std::string, size_t> index_;
+  std::unique_ptr<impl::Optimizer> optimizer_;
+  OptimizerKind kind_ = OptimizerKind::SGD;
+  std::vector<std::pair<std::string, impl::Tensor>> handles_;  // in the order first taken
+  impl::Tensor output_;  // the held forward output; undefined before the first forward
+  bool zero_grad_default_none_ = false;  // SEM-12.1
+};
+
+// impl as an engine (the mutants: tools/mutants/mutants.h, make_mutant_engine).
+std::unique_ptr<Engine> make_impl_engine(bool zero_grad_default_none = false);
 
 }  // namespace lockstep

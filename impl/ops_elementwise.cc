@@ -1,9 +1,7 @@
 // Element-wise ops: forward and backward side by side (see ops.h). Shapes: a, b and the result are all
 // one shape, except that a 0-d operand is broadcast; its grad is then the sum (sum_to).
 #include <cmath>
-#include <limits>
 
-#include "impl/mutants.h"
 #include "impl/ops.h"
 #include "impl/ops_internal.h"
 
@@ -15,17 +13,6 @@ using detail::map_unary;
 namespace {
 // The grads of a node's inputs, `count` undefined slots to fill.
 std::vector<Tensor> grads(size_t count) { return std::vector<Tensor>(count); }
-
-// Mutant activation_grad_recomputed (mutants.h): the input, kept only while that mutant is active, so the
-// backward can recompute its output from the input's values at that time.
-Tensor mutant_input(const Tensor& a) {
-  return mutant_active(Mutant::ActivationGradRecomputed) ? a : Tensor();
-}
-Tensor output_for_backward(const Node& self, const Tensor& mutant_input, Tensor (*op)(const Tensor&)) {
-  if (!mutant_input.defined()) return saved_output(self);
-  NoGradGuard values_only;
-  return op(mutant_input);
-}
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------
@@ -58,8 +45,6 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = map_binary("mul", a, b, [](auto x, auto y) { return x * y; });
-  if (mutant_active(Mutant::MulFlushesSubnormals))  // mutants.h
-    out = map_unary(out, [](auto x) { return std::fpclassify(x) == FP_SUBNORMAL ? decltype(x)(0) : x; });
   // saved[0] = a, for b's grad; saved[1] = b, for a's grad
   std::vector<Tensor> saved{input_needs_grad(b) ? a : Tensor(), input_needs_grad(a) ? b : Tensor()};
   return record(out, "MulBackward", {a, b}, std::move(saved), true,
@@ -86,7 +71,6 @@ Tensor div(const Tensor& a, const Tensor& b) {
                   // -g * a / (b * b): 55 %), and it decides where inf, NaN and 0 appear when a/b overflows
                   // or b underflows (a / b = 2e37, / 4.7e-38 = inf in float32).
                   if (self.needs_grad(1)) gr[1] = sum_to(mul(neg(g), div(div(a, b), b)), sb);
-                  if (self.needs_grad(1) && mutant_active(Mutant::DivGradWrongSign)) gr[1] = neg(gr[1]);  // mutants.h
                   return gr;
                 });
 }
@@ -151,16 +135,9 @@ Tensor pow_scalar(const Tensor& a, double exponent) {
     if (exponent == -0.5) return T(1) / std::sqrt(x);
     return std::pow(x, static_cast<T>(exponent));
   });
-  if (mutant_active(Mutant::PowNegativeBaseNan))  // mutants.h: NaN for a < 0, as exp(p log a) gives
-    out = map_unary(a, [exponent](auto x) {
-      using T = decltype(x);
-      return x < T(0) ? std::numeric_limits<T>::quiet_NaN() : std::pow(x, static_cast<T>(exponent));
-    });
   return record(out, "PowBackward", {a}, {a}, true, [exponent](const Node& self, const Tensor& g) {
     const Tensor& a = self.saved[0];
     if (exponent == 0.0) return std::vector<Tensor>{Tensor::zeros(a.dtype(), a.shape())};  // a^0 is constant
-    if (mutant_active(Mutant::PowGradViaOutput))  // mutants.h: p * a^p / a
-      return std::vector<Tensor>{mul(g, mul_scalar(div(pow_scalar(a, exponent), a), exponent))};
     return std::vector<Tensor>{mul(g, mul_scalar(pow_scalar(a, exponent - 1.0), exponent))};  // p a^(p-1)
   });
 }
@@ -168,8 +145,8 @@ Tensor pow_scalar(const Tensor& a, double exponent) {
 Tensor exp(const Tensor& a) {
   detail::require_defined("exp", a);
   Tensor out = map_unary(a, [](auto x) { return std::exp(x); });
-  return record_saving_output(out, "ExpBackward", {a}, [input = mutant_input(a)](const Node& self, const Tensor& g) {
-    return std::vector<Tensor>{mul(g, output_for_backward(self, input, exp))};  // d e^a = e^a
+  return record_saving_output(out, "ExpBackward", {a}, [](const Node& self, const Tensor& g) {
+    return std::vector<Tensor>{mul(g, saved_output(self))};  // d e^a = e^a
   });
 }
 
@@ -184,10 +161,8 @@ Tensor log(const Tensor& a) {
 Tensor tanh(const Tensor& a) {
   detail::require_defined("tanh", a);
   Tensor out = map_unary(a, [](auto x) { return std::tanh(x); });
-  return record_saving_output(out, "TanhBackward", {a}, [input = mutant_input(a)](const Node& self, const Tensor& g) {
-    const Tensor y = output_for_backward(self, input, tanh);
-    if (mutant_active(Mutant::TanhGradOneMinusY)) return std::vector<Tensor>{mul(g, add_scalar(neg(y), 1.0))};
-    return std::vector<Tensor>{tanh_grad(g, y)};  // g (1 - tanh^2)
+  return record_saving_output(out, "TanhBackward", {a}, [](const Node& self, const Tensor& g) {
+    return std::vector<Tensor>{tanh_grad(g, saved_output(self))};  // g (1 - tanh^2)
   });
 }
 
@@ -214,10 +189,8 @@ Tensor sigmoid(const Tensor& a) {
     using T = decltype(x);
     return T(1) / (T(1) + std::exp(-x));
   });
-  if (mutant_active(Mutant::SigmoidUnstable))  // mutants.h
-    out = map_unary(a, [](auto x) { return std::exp(x) / (decltype(x)(1) + std::exp(x)); });
-  return record_saving_output(out, "SigmoidBackward", {a}, [input = mutant_input(a)](const Node& self, const Tensor& g) {
-    Tensor s = output_for_backward(self, input, sigmoid);
+  return record_saving_output(out, "SigmoidBackward", {a}, [](const Node& self, const Tensor& g) {
+    Tensor s = saved_output(self);
     return std::vector<Tensor>{mul(mul(g, add_scalar(neg(s), 1.0)), s)};  // s (1 - s)
   });
 }
@@ -228,13 +201,8 @@ Tensor relu(const Tensor& a) {
     using T = decltype(x);
     return (x > T(0) || std::isnan(x)) ? x : T(0);
   });
-  if (mutant_active(Mutant::ReluNanToZero)) out = map_unary(a, [](auto x) { return x > 0 ? x : decltype(x)(0); });
-  // mutants.h: relu_grad_at_zero_one keeps the input, to tell 0 from negative
-  const Tensor zero_input = mutant_active(Mutant::ReluGradAtZeroOne) ? a : Tensor();
-  return record_saving_output(out, "ReluBackward", {a}, [input = mutant_input(a), zero_input](const Node& self, const Tensor& g) {
-    if (zero_input.defined())
-      return std::vector<Tensor>{mul(g, map_unary(zero_input, [](auto x) { return x >= decltype(x)(0) ? decltype(x)(1) : decltype(x)(0); }))};
-    return std::vector<Tensor>{relu_grad(g, output_for_backward(self, input, relu))};  // relu(a) > 0 exactly where a > 0
+  return record_saving_output(out, "ReluBackward", {a}, [](const Node& self, const Tensor& g) {
+    return std::vector<Tensor>{relu_grad(g, saved_output(self))};  // relu(a) > 0 exactly where a > 0
   });
 }
 
@@ -255,8 +223,6 @@ Tensor abs(const Tensor& a) {
   detail::require_defined("abs", a);
   Tensor out = map_unary(a, [](auto x) { return std::abs(x); });
   return record(out, "AbsBackward", {a}, {a}, true, [](const Node& self, const Tensor& g) {
-    if (mutant_active(Mutant::AbsGradAtZeroOne))  // mutants.h
-      return std::vector<Tensor>{mul(g, map_unary(self.saved[0], [](auto x) { return x < decltype(x)(0) ? decltype(x)(-1) : decltype(x)(1); }))};
     return std::vector<Tensor>{mul(g, sign(self.saved[0]))};  // d|a|/da = sign(a), 0 at 0
   });
 }

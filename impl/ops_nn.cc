@@ -3,7 +3,6 @@
 // except linear when only its bias requires grad (black-box: it then saves nothing).
 #include <cmath>
 
-#include "impl/mutants.h"
 #include "impl/ops.h"
 #include "impl/ops_internal.h"
 
@@ -104,7 +103,6 @@ Tensor mse_loss(const Tensor& a, const Tensor& b) {
   return record(out, "MseLossBackward", {a, b}, {a, b}, true, [n](const Node& self, const Tensor& g) {
     // d/da = 2 (a - b) g / n ; d/db = -d/da
     Tensor scale = div_scalar(mul_scalar(g, 2.0), static_cast<double>(n));  // ()
-    if (mutant_active(Mutant::MseGradMissingTwo)) scale = div_scalar(g, static_cast<double>(n));  // mutants.h
     Tensor ga = mul(sub(self.saved[0], self.saved[1]), scale);
     std::vector<Tensor> gr(2);
     if (self.needs_grad(1)) gr[1] = neg(ga);
@@ -131,7 +129,6 @@ Tensor log_softmax(const Tensor& x) {
       T max = cols > 0 ? row[0] : T(0);
       for (int64_t c = 1; c < cols; ++c)
         if (row[c] > max || std::isnan(row[c])) max = row[c];
-      if (mutant_active(Mutant::CrossEntropyUnshifted)) max = T(0);  // mutants.h
       for (int64_t c = 0; c < cols; ++c) exps[c] = std::exp(row[c] - max);
       const T log_sum = std::log(pairwise_sum(exps.data(), cols));
       for (int64_t c = 0; c < cols; ++c) o[r * cols + c] = (row[c] - max) - log_sum;
@@ -231,8 +228,6 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                   if (self.needs_grad(0)) gr[0] = matmul(g, w);             // (N,out) @ (out,in) -> (N,in)
                   if (self.needs_grad(1)) gr[1] = matmul(transpose(g), x);  // (out,N) @ (N,in) -> (out,in)
                   if (self.needs_grad(2)) gr[2] = sum_dim(g, 0);            // (out)
-                  if (self.needs_grad(2) && mutant_active(Mutant::LinearBiasGradFirstRow))  // mutants.h
-                    gr[2] = sum_dim(index_rows(g, {0}), 0);
                   return gr;
                 });
 }
@@ -267,10 +262,8 @@ Tensor index_add_rows(const Tensor& g, const std::vector<int64_t>& rows, int64_t
     using T = decltype(zero);
     const T* src = g.data<T>();
     T* dst = out.data<T>();
-    const bool overwrite = mutant_active(Mutant::EmbeddingRepeatedIndexOverwrites);  // mutants.h
     for (int64_t l = 0; l < count; ++l)
-      for (int64_t d = 0; d < dim; ++d)
-        dst[rows[l] * dim + d] = overwrite ? src[l * dim + d] : dst[rows[l] * dim + d] + src[l * dim + d];
+      for (int64_t d = 0; d < dim; ++d) dst[rows[l] * dim + d] += src[l * dim + d];
   });
   return record(out, "IndexAddRowsBackward", {g}, {}, false, [rows](const Node&, const Tensor& gg) {
     return std::vector<Tensor>{index_rows(gg, rows)};

@@ -1,6 +1,5 @@
 // Reductions and shape changes: forward and backward side by side (see ops.h). SEM-2.5: sum and mean save
 // nothing. Each op here is the backward of another (sum <-> expand, sum_dim <-> expand_dim, transpose).
-#include "impl/mutants.h"
 #include "impl/ops.h"
 #include "impl/ops_internal.h"
 
@@ -30,7 +29,6 @@ Tensor sum(const Tensor& a) {
     // add(sum(p0), sum(p1)) with 0-d p0, p1 leaves p0.grad and p1.grad two tensors on ONE storage: each
     // in-place accumulation of a later backward (SEM-3.2) is seen by both (grads 3 and 3 after two
     // backwards, not 2 and 2). Not over shape [1] or [1,1], nor for mean: there the grad is a new storage.
-    if (shape.empty() && mutant_active(Mutant::SumZeroDimGradCopied)) return std::vector<Tensor>{clone(g)};  // mutants.h
     if (shape.empty()) return std::vector<Tensor>{storage_alias(g)};
     return std::vector<Tensor>{expand(g, shape)};  // every element contributed once
   });
@@ -46,7 +44,6 @@ Tensor mean(const Tensor& a) {
     out.data<T>()[0] = pairwise_sum(a.data<T>(), n) / static_cast<T>(n);
   });
   return record(out, "MeanBackward", {a}, {}, false, [shape = a.shape(), n](const Node&, const Tensor& g) {
-    if (mutant_active(Mutant::MeanGradNotDivided)) return std::vector<Tensor>{expand(g, shape)};  // mutants.h
     return std::vector<Tensor>{expand(div_scalar(g, static_cast<double>(n)), shape)};  // g / n everywhere
   });
 }
@@ -69,8 +66,6 @@ Tensor expand(const Tensor& scalar, const Shape& shape) {
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
   detail::require_defined("sum_to", grad);
   if (grad.shape() == shape) return grad;
-  if (shape.empty() && mutant_active(Mutant::BroadcastGradFirstElement))  // mutants.h
-    return Tensor::scalar(grad.dtype(), grad.numel() ? grad.at(0) : 0.0);
   if (shape.empty()) return sum(grad);  // the grad of a broadcast 0-d operand
   detail::fail("sum_to", "cannot reduce shape " + shape_string(grad.shape()) + " to " + shape_string(shape));
 }

@@ -3,7 +3,6 @@
 #include <sstream>
 #include <typeinfo>
 
-#include "impl/mutants.h"
 
 namespace lockstep::impl {
 
@@ -30,8 +29,6 @@ void Optimizer::add_param_group(const ParamGroup& group) {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
-  if (mutant_active(Mutant::ZeroGradNoop)) return;                        // mutant (SEM-4.1)
-  if (mutant_active(Mutant::SetToNoneZeroes)) set_to_none = false;        // mutant (SEM-4.2)
   for (ParamGroup& g : groups_) {
     for (Tensor& p : g.params) {
       if (set_to_none) {  // SEM-4.2
@@ -40,12 +37,7 @@ void Optimizer::zero_grad(bool set_to_none) {
       }
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      if (mutant_active(Mutant::ZeroGradNewTensor)) {  // mutant (SEM-4.1): a new identity
-        p.set_grad(Tensor::zeros(grad.dtype(), grad.shape()));
-        continue;
-      }
-      if (!mutant_active(Mutant::ZeroGradNoDetach))  // mutant (SEM-4.1): skips the detach
-        grad.detach_();  // SEM-4.1: drops grad_fn and requires_grad, keeps identity
+      grad.detach_();  // SEM-4.1: drops grad_fn and requires_grad, keeps identity
       grad.zero_();
     }
   }

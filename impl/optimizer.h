@@ -91,8 +91,10 @@ class Optimizer {
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
   const OptionsBase& defaults() const { return *defaults_; }
 
-  // Whether `param` has optimizer state (created at its first step with a defined grad).
+  // Whether `param` has optimizer state (created at its first step with a defined grad), and that state (null
+  // without); each optimizer's own type (SGDParamState, ...).
   bool has_state(const Tensor& param) const { return state_.count(param.impl()) != 0; }
+  const ParamState* state(const Tensor& param) const { return find_state(param); }
 
  protected:
   // Adds every group through add_param_group (so the leaf rule applies). `defaults` is not null.
@@ -102,6 +104,10 @@ class Optimizer {
   ParamState* find_state(const Tensor& param) const;
   // Stores `state` as param's state and returns it.
   ParamState& set_state(const Tensor& param, std::unique_ptr<ParamState> state);
+  // An entry without state for `param`: has_state() is true from now on (add_param_group rejects it as a
+  // duplicate), state() stays null. LibTorch 1.13's Adagrad leaves one behind when its step finds a parameter
+  // without state (SEM-15.2).
+  void set_empty_state(const Tensor& param) { state_[param.impl()] = nullptr; }
 
  private:
   std::unique_ptr<OptionsBase> defaults_;

@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "impl/kernel_clones.h"
-#include "impl/mutants.h"
 
 namespace lockstep::impl {
 namespace {
@@ -73,36 +72,6 @@ void run_sgd_pass(bool weight_decay_on, bool momentum_on, bool first, bool neste
 #undef LOCKSTEP_SGD_CASE
 }
 
-// The SGD mutants (mutants.h), one plain pass: the box of SEM-5.3 with the selected deviation. Runs only
-// when a mutant that concerns SGD is active, so the fast passes above stay branch-free.
-bool concerns_sgd(Mutant m) {
-  return m == Mutant::StepModifiesGrad || m == Mutant::SgdDampeningFirstStep ||
-         m == Mutant::SgdWeightDecayAfterMomentum || m == Mutant::SgdNesterovBufferOnly ||
-         m == Mutant::SgdVelocityForm;
-}
-
-template <class T>
-void sgd_mutant_pass(Mutant m, T* p, T* grad, T* buf, int64_t n, bool weight_decay_on, bool momentum_on,
-                     bool first, bool nesterov, T weight_decay, T momentum, T one_minus_dampening, T lr) {
-  const bool velocity = m == Mutant::SgdVelocityForm && momentum_on;
-  const bool decay_after = m == Mutant::SgdWeightDecayAfterMomentum;
-  for (int64_t i = 0; i < n; ++i) {
-    T d = grad[i];
-    if (weight_decay_on && !decay_after) d = d + weight_decay * p[i];
-    if (velocity) d = lr * d;  // the buffer holds lr-scaled velocities
-    if (momentum_on) {
-      T b;
-      if (first && m != Mutant::SgdDampeningFirstStep) b = d;
-      else b = buf[i] * momentum + one_minus_dampening * d;  // the first buffer is zeros
-      buf[i] = b;
-      d = (nesterov && m != Mutant::SgdNesterovBufferOnly) ? d + momentum * b : b;
-    }
-    if (weight_decay_on && decay_after) d = d + weight_decay * p[i];
-    if (m == Mutant::StepModifiesGrad) grad[i] = d;
-    p[i] = velocity ? p[i] - d : p[i] - lr * d;
-  }
-}
-
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& defaults)
@@ -116,16 +85,12 @@ SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults)
 void SGD::step() {
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const SGDOptions& o = group_options(gi);
-    if (o.lr == 0 && mutant_active(Mutant::LrZeroGroupSkipped)) continue;  // mutants.h
     const bool weight_decay_on = o.weight_decay != 0;
     const bool momentum_on = o.momentum != 0;
     const bool nesterov = momentum_on && o.nesterov;  // SEM-5.2: nesterov without momentum is ignored
     for (Tensor& p : param_groups()[gi].params) {
       Tensor grad = p.grad();
-      if (!grad.defined()) {
-        if (!mutant_active(Mutant::StepUndefinedGradAsZero)) continue;  // SEM-4.3: skipped entirely
-        grad = Tensor::zeros(p.dtype(), p.shape());                      // mutant (SEM-4.3)
-      }
+      if (!grad.defined()) continue;  // SEM-4.3: skipped entirely
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
         throw Error("other", "grad does not match its parameter (dtype or shape)");
       bool first = false;
@@ -138,16 +103,6 @@ void SGD::step() {
           state = static_cast<SGDParamState*>(&set_state(p, std::move(fresh)));
           first = true;
         }
-      }
-      if (concerns_sgd(active_mutant())) {  // mutants.h
-        dispatch_dtype(p.dtype(), [&](auto zero) {
-          using T = decltype(zero);
-          T* buf = state ? state->momentum_buffer.data<T>() : nullptr;
-          sgd_mutant_pass<T>(active_mutant(), p.data<T>(), grad.data<T>(), buf, p.numel(), weight_decay_on,
-                             momentum_on, first, nesterov, static_cast<T>(o.weight_decay),
-                             static_cast<T>(o.momentum), static_cast<T>(1 - o.dampening), static_cast<T>(o.lr));
-        });
-        continue;
       }
       dispatch_dtype(p.dtype(), [&](auto zero) {
         using T = decltype(zero);

@@ -189,6 +189,38 @@ std::vector<GradFedConfig> grad_fed_configs() {
                K::AdamW, adam(0.1, 0.5)});
   c.push_back({"adamw-amsgrad", "AdamW amsgrad, lr 0.1, weight decay 0.25", {"SEM-6.3", "SEM-6.4"}, K::AdamW,
                adam(0.1, 0.25, true)});
+  auto rmsprop = [](double lr, double alpha, double momentum, bool centered, double wd) {
+    OptimizerOptions o;
+    o.lr = lr;
+    if (alpha != 0.99) o.alpha = alpha;
+    if (momentum != 0) o.momentum = momentum;
+    if (centered) o.centered = true;
+    if (wd != 0) o.weight_decay = wd;
+    return o;
+  };
+  auto adagrad = [](double lr, double lr_decay, double wd, double initial) {
+    OptimizerOptions o;
+    o.lr = lr;
+    if (lr_decay != 0) o.lr_decay = lr_decay;
+    if (wd != 0) o.weight_decay = wd;
+    if (initial != 0) o.initial_accumulator_value = initial;
+    return o;
+  };
+  c.push_back({"rmsprop", "RMSprop lr 0.01 (alpha 0.99, eps 1e-8): p -= lr * g / (sqrt(square_avg) + eps)", {"SEM-14.3"},
+               K::RMSprop, rmsprop(0.01, 0.99, 0, false, 0)});
+  c.push_back({"rmsprop-momentum-centered", "RMSprop alpha 0.9, momentum 0.9, centered: buf = buf*m + g / avg",
+               {"SEM-14.3"}, K::RMSprop, rmsprop(0.01, 0.9, 0.9, true, 0)});
+  c.push_back({"rmsprop-weight-decay", "RMSprop lr 0.01, weight decay 0.25 (L2 added to the gradient)", {"SEM-14.3"},
+               K::RMSprop, rmsprop(0.01, 0.99, 0, false, 0.25)});
+  c.push_back({"rmsprop-grad-none-skip", "RMSprop momentum 0.5; b's grad is None at the second step: b's step count "
+               "stays behind", {"SEM-4.3", "SEM-14.2", "SEM-14.3"}, K::RMSprop, rmsprop(0.01, 0.99, 0.5, false, 0),
+               3, false, false, true});
+  c.push_back({"adagrad", "Adagrad lr 0.1: sum += g^2, p -= lr * g / (sqrt(sum) + eps)", {"SEM-15.2", "SEM-15.3"},
+               K::Adagrad, adagrad(0.1, 0, 0, 0)});
+  c.push_back({"adagrad-lr-decay-weight-decay", "Adagrad lr 0.1, lr_decay 0.5, weight decay 0.25, initial accumulator "
+               "0.1", {"SEM-15.2", "SEM-15.3"}, K::Adagrad, adagrad(0.1, 0.5, 0.25, 0.1)});
+  c.push_back({"adagrad-param-groups", "Adagrad with two groups; b's group has its own lr (its sum still starts from "
+               "the defaults' initial accumulator)", {"SEM-15.2", "SEM-7.1"}, K::Adagrad, adagrad(0.1, 0, 0, 0.5), 3, true});
   c.push_back({"adamw-param-groups", "AdamW with two groups; b's group has its own options (1.13: the option "
                "type's defaults, not the optimizer's)", {"SEM-6.4", "SEM-7.1"}, K::AdamW, adam(0.1, 0.5), 3, true});
   return c;
@@ -291,6 +323,17 @@ bool update_readme(const std::string& path, const std::string& table) {
   std::string updated = text.substr(0, b + begin.size()) + "\n" + table + text.substr(e);
   if (updated != text) write_file_atomically(path, updated);
   return true;
+}
+
+// The schema's optimizer parts follow the optimizer descriptions (program_json.h, schema_with_optimizers).
+void update_schema(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const std::string updated = schema_with_optimizers(nlohmann::ordered_json::parse(text)).dump(2) + "\n";
+  if (updated != text) write_file_atomically(path, updated);
 }
 
 }  // namespace
@@ -446,6 +489,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     return kExitInputError;
   }
 
+  update_schema((fs::path(out) / "schema" / "fixture.schema.json").string());
   const std::string table = coverage_table(all);
   const std::string readme = (fs::path(out) / "README.md").string();
   if (!update_readme(readme, table))

@@ -26,7 +26,7 @@
 #include "conformance/run/named_case.h"
 #include "conformance/run/replay.h"
 #include "conformance/generate/shrink.h"
-#include "impl/mutants.h"
+#include "tools/mutants/mutants.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
 #include "conformance/run/tested_implementation.h"
@@ -157,7 +157,7 @@ bool reaches(const std::set<std::string>& cells, const std::string& glob) {
 }
 
 struct MutantRows {
-  const impl::MutantInfo* info = nullptr;
+  const MutantInfo* info = nullptr;
   std::vector<KillRow> by_path;  // one per SuitePath, in order
   std::optional<KillRow> replay; // the fixture corpus, when replayed
 };
@@ -172,7 +172,7 @@ class ReplayKills {
   }
   size_t size() const { return fixtures_.size(); }
 
-  KillRow run(const impl::MutantInfo& info) {
+  KillRow run(const MutantInfo& info) {
     KillRow row;
     const auto t0 = Clock::now();
     for (size_t i = 0; i < fixtures_.size(); ++i) {
@@ -223,7 +223,7 @@ class MutantsRun {
   // Empty when the path works; else why not (a driver that cannot start).
   std::string fatal_error() const { return clean_->fatal_error(); }
 
-  KillRow run(const impl::MutantInfo& info) {
+  KillRow run(const MutantInfo& info) {
     KillRow row;
     const auto t0 = Clock::now();
     std::unique_ptr<TestedImplementation> mutant = path_.make(info.name);
@@ -491,13 +491,13 @@ std::string impl_driver_beside_this_binary() {
 }  // namespace
 
 int command_mutants(const MutantsArgs& args) {
-  const auto& catalogue = impl::mutant_catalogue();
+  const auto& catalogue = mutant_catalogue();
   if (args.list) {
-    for (const impl::MutantInfo& m : catalogue) fmt::print("{:<36} {:<8} {}\n", m.name, m.semantics, m.description);
+    for (const MutantInfo& m : catalogue) fmt::print("{:<36} {:<8} {}\n", m.name, m.semantics, m.description);
     return kExitOk;
   }
-  if (!args.only.empty() && !impl::mutant_from_name(args.only)) {
-    std::cerr << "lockstep mutants: unknown mutant '" << args.only << "' (known: " << impl::mutant_names_joined()
+  if (!args.only.empty() && !mutant_from_name(args.only)) {
+    std::cerr << "lockstep mutants: unknown mutant '" << args.only << "' (known: " << mutant_names_joined()
               << ")\n";
     return kExitInputError;
   }
@@ -564,7 +564,7 @@ int command_mutants(const MutantsArgs& args) {
   fmt::print("lockstep mutants: {} named cases, then up to {} random programs per mutant (seed {}, max size {}); "
              "paths: {}\n",
              named_count, args.count, args.seed, args.max_size, args.paths);
-  for (const impl::MutantInfo& m : catalogue) {
+  for (const MutantInfo& m : catalogue) {
     if (!args.only.empty() && args.only != m.name) continue;
     MutantRows mr;
     mr.info = &m;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "impl/engine_adapter.h"
+#include "tools/mutants/mutants.h"
 #include "oracle/torch_engine.h"
 #include "tools/variants/variants.h"
 
@@ -22,7 +23,8 @@ std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& 
   if (!mutant.empty() && !variant.empty()) throw std::invalid_argument("--mutant and --variant exclude each other");
   if (!variant.empty()) return make_variant_engine(variant);  // throws for an unknown variant, listing the known
   if (name == "oracle") return make_torch_engine();
-  if (name == "impl") return make_impl_engine(mutant);  // throws for an unknown mutant, listing the known
+  if (name == "impl")  // make_mutant_engine throws for an unknown mutant, listing the known
+    return mutant.empty() ? make_impl_engine() : make_mutant_engine(mutant);
   throw std::invalid_argument("unknown engine '" + name + "' (known: oracle, impl)");
 }
 

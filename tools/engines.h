@@ -10,7 +10,7 @@
 namespace lockstep::tools {
 
 // Throws std::invalid_argument naming the known engines when `name` is not one of them.
-// `mutant` (impl only) selects a deliberate deviation of impl (impl/mutants.h); empty: none.
+// `mutant` (impl only) selects a deliberate deviation of impl (tools/mutants/mutants.h); empty: none.
 // `variant` (impl only) selects a legitimate variant of impl (tools/variants/variants.h); empty: none.
 std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant = "",
                                     const std::string& variant = "");

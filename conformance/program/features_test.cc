@@ -143,7 +143,9 @@ TEST(Features, VocabularyIsComplete) {
     ASSERT_LT(at, order.size()) << f.name << " out of the category order";
   }
   EXPECT_EQ(optimizer_option_names(OptimizerKind::SGD),
-            (std::vector<std::string>{"lr", "momentum", "dampening", "nesterov", "weight_decay"}));
+            (std::vector<std::string>{"lr", "momentum", "dampening", "weight_decay", "nesterov"}));
+  EXPECT_EQ(optimizer_option_names(OptimizerKind::RMSprop),
+            (std::vector<std::string>{"lr", "alpha", "eps", "weight_decay", "momentum", "centered"}));
   EXPECT_EQ(optimizer_option_names(OptimizerKind::AdamW),
             (std::vector<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad"}));
 }

@@ -15,8 +15,8 @@ OptimizerDescription sgd_description() {
   d.options = {lr,
                number_option("momentum", &OptimizerOptions::momentum, 0, {0.9, 0.5, 0.99, 0.0}, {-0.5}),
                number_option("dampening", &OptimizerOptions::dampening, 0, {0.0, 0.1, 0.5}),
-               flag_option("nesterov", &OptimizerOptions::nesterov, false),
-               number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.0, 0.01, 0.1, 0.5}, {-0.01})};
+               number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.0, 0.01, 0.1, 0.5}, {-0.01}),
+               flag_option("nesterov", &OptimizerOptions::nesterov, false)};
   d.state = {{"momentum_buffer", &OptimizerStateObservation::momentum_buffer}};
   d.lr_values = d.options[0].values;
   d.step_bumps_version = false;

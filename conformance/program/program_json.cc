@@ -59,6 +59,31 @@ ordered_json options_to_json(const OptimizerOptions& o) {
   return out;
 }
 
+nlohmann::ordered_json schema_with_optimizers(nlohmann::ordered_json schema) {
+  ordered_json options = ordered_json::object();
+  for (const std::string& name : all_option_names()) {
+    switch (any_option(name).type) {
+      case OptionType::Number: options[name] = {{"$ref", "#/$defs/number"}}; break;
+      case OptionType::Flag: options[name] = {{"type", "boolean"}}; break;
+      case OptionType::Pair:
+        options[name] = {{"type", "array"}, {"items", {{"$ref", "#/$defs/number"}}}, {"minItems", 2}, {"maxItems", 2}};
+        break;
+    }
+  }
+  schema["$defs"]["options"]["properties"] = std::move(options);
+  ordered_json names = ordered_json::array();
+  for (const OptimizerDescription& d : optimizer_descriptions()) names.push_back(d.name);
+  schema["$defs"]["program"]["properties"]["optimizer"]["properties"]["type"]["enum"] = std::move(names);
+  ordered_json state = ordered_json::object();
+  state["step"] = {{"type", "integer"}};
+  for (const StateTensorDescription& t : all_state_tensors())
+    state[t.name] = {{"anyOf", ordered_json::array({{{"$ref", "#/$defs/values"}}, {{"$ref", "#/$defs/tensor"}}})}};
+  state["exists"] = {{"type", "boolean"}};
+  schema["$defs"]["record"]["properties"]["params"]["additionalProperties"]["properties"]["state"]["properties"] =
+      std::move(state);
+  return schema;
+}
+
 // Any option of any optimizer; validate() then checks that it belongs to the program's optimizer.
 OptimizerOptions options_from_json(const ordered_json& j, const std::string& pointer) {
   JsonObjectReader r(j, pointer, "optimizer options");

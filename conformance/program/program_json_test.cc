@@ -492,3 +492,17 @@ TEST(ReadTextFile, EndlessInputIsAnErrorNamingTheFileNotAHang) {
 
 }  // namespace
 }  // namespace lockstep
+
+// The shipped schema's optimizer parts are generated from the descriptions (`lockstep fixtures generate`): a new
+// optimizer, option or state tensor that is not in fixtures/schema/fixture.schema.json fails here.
+TEST(ProgramJson, ShippedSchemaDescribesEveryOptimizer) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/schema/fixture.schema.json");
+  ASSERT_TRUE(in);
+  const nlohmann::ordered_json shipped = nlohmann::ordered_json::parse(in);
+  EXPECT_TRUE(shipped == lockstep::schema_with_optimizers(shipped))
+      << "fixtures/schema/fixture.schema.json is out of date: run `lockstep fixtures generate`";
+  const nlohmann::ordered_json& options = shipped["$defs"]["options"]["properties"];
+  for (const char* name : {"alpha", "centered", "lr_decay", "initial_accumulator_value"})
+    EXPECT_TRUE(options.contains(name)) << name;
+  EXPECT_NE(shipped.dump().find("\"square_avg\""), std::string::npos);
+}

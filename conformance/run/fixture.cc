@@ -36,11 +36,15 @@ const std::vector<FeatureTagInfo> kTags = {
     {"sgd", "SGD (SEM-5)"},
     {"adam", "Adam (SEM-6.1-6.3)"},
     {"adamw", "AdamW (SEM-6.4)"},
-    {"momentum", "SGD momentum != 0 (SEM-5.3)"},
+    {"rmsprop", "RMSprop (SEM-14)"},
+    {"adagrad", "Adagrad (SEM-15)"},
+    {"momentum", "SGD or RMSprop momentum != 0 (SEM-5.3, SEM-14.3)"},
     {"dampening", "SGD dampening != 0 (SEM-5.3)"},
     {"nesterov", "SGD nesterov (SEM-5.2, SEM-5.3)"},
     {"weight_decay", "weight_decay != 0 (SEM-5.3, SEM-6.3, SEM-6.4)"},
     {"amsgrad", "Adam/AdamW amsgrad (SEM-6.3)"},
+    {"centered", "RMSprop centered (SEM-14.3)"},
+    {"lr_decay", "Adagrad lr_decay != 0 (SEM-15.3)"},
     {"param_groups", "more than one parameter group (SEM-7)"},
     {"add_param_group", "add_param_group after construction (SEM-7.4)"},
     {"duplicate_param", "a parameter listed twice among the groups (SEM-7.4)"},
@@ -149,6 +153,8 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
     if (o->dampening && *o->dampening != 0) tags.insert("dampening");
     if (o->nesterov && *o->nesterov) tags.insert("nesterov");
     if (o->weight_decay && *o->weight_decay != 0) tags.insert("weight_decay");
+    if (o->centered && *o->centered) tags.insert("centered");
+    if (o->lr_decay && *o->lr_decay != 0) tags.insert("lr_decay");
     if (o->amsgrad && *o->amsgrad) tags.insert("amsgrad");
   }
   // AdamW's default weight decay is 1e-2 (SEM-6.4): it decays unless told not to.

@@ -166,7 +166,7 @@ TEST(NamedCaseWhen, Sem12TellsTheZeroGradDefaultByVersion) {
   EXPECT_GT(at_least, 0);
 
   auto zeroes = make_impl_engine();               // 1.x: zero_grad() zeroes in place
-  auto nones = make_impl_engine("", true);        // >= 2.0: zero_grad() sets to none
+  auto nones = make_impl_engine(true);        // >= 2.0: zero_grad() sets to none
   const Trace t1 = run_program(c.program, *zeroes);
   const Trace t2 = run_program(c.program, *nones);
   EXPECT_TRUE(check_case(c, t1, "1.13").empty()) << joined(check_case(c, t1, "1.13"));

@@ -11,7 +11,7 @@
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
 //   lockstep-impl-driver --unsupported amsgrad      # answers "unsupported" for programs tagged amsgrad
 //   lockstep-impl-driver --variant unfused          # a legitimate variant (tools/variants/variants.h)
-//   lockstep-impl-driver --mutant zero_grad_noop    # a deliberate bug of impl (impl/mutants.h)
+//   lockstep-impl-driver --mutant zero_grad_noop    # a deliberate bug of impl (tools/mutants/mutants.h)
 //
 // Options (for tests of the harness): --unsupported TAG (repeatable) answers {"unsupported": TAG} for any
 // program whose feature tags (conformance/run/fixture.h) include TAG; --variant NAME runs every program on
@@ -34,13 +34,14 @@
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
 #include "impl/engine_adapter.h"
+#include "tools/mutants/mutants.h"
 #include "tools/variants/variants.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep;
   std::vector<std::string> unsupported;
   std::string variant;  // empty: impl itself
-  std::string mutant;   // empty: none (impl/mutants.h)
+  std::string mutant;   // empty: none (tools/mutants/mutants.h)
   nlohmann::ordered_json hello_extra = nlohmann::ordered_json::object();
   bool default_none = false;
   bool declare_default = false;
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--mutant") == 0 && i + 1 < argc) {
       mutant = argv[++i];
       try {
-        make_impl_engine(mutant);
+        make_mutant_engine(mutant);
       } catch (const std::invalid_argument& e) {
         std::cerr << "lockstep-impl-driver: " << e.what() << "\n";
         return 2;
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
         // The engine's own name: "impl", "impl+MUTANT", or the variant's, so that reports (and the conformance
         // matrix) keep a mutant or a variant apart from impl itself.
         const std::string name = !variant.empty() ? make_variant_engine(variant)->name()
-                                                  : make_impl_engine(mutant)->name();
+                                                  : make_mutant_engine(mutant)->name();
         answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
         // What zero_grad() does here is always declared (an undeclared default is taken to be the oracle's,
         // which is "none" with LibTorch 2.x); the version only when chosen.
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
       answer["unsupported"] = skip;
     } else {
       std::unique_ptr<Engine> engine =
-          variant.empty() ? make_impl_engine(mutant, default_none) : make_variant_engine(variant);
+          !variant.empty() ? make_variant_engine(variant)
+          : mutant.empty() ? make_impl_engine(default_none) : make_mutant_engine(mutant, default_none);
       if (!variant.empty() && default_none) engine = with_zero_grad_default(std::move(engine), true);
       answer["trace"] = trace_to_json(run_program(program, *engine));
     }

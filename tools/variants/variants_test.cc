@@ -23,6 +23,7 @@
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
 #include "conformance/run/interpreter.h"
+#include "tools/mutants/mutants.h"
 #include "conformance/run/lockstep_runner.h"
 #include "impl/engine_adapter.h"
 #include "oracle/torch_engine.h"
@@ -456,11 +457,11 @@ TEST(VariantPrograms, HandProgramsAreValidAndRunOnImplWithoutSurprises) {
 // The comparison helpers can fail: impl against an impl mutant differs in numbers and in structure.
 TEST(VariantPrograms, HelpersSeeDifferences) {
   const Program& p = hand_program("sgd-f32");
-  auto mutant = make_impl_engine("sgd_dampening_first_step");
+  auto mutant = make_mutant_engine("sgd_dampening_first_step");
   Trace a = run_on(p, ""), b = run_program(p, *mutant);
   EXPECT_GT(numbers_differing(a, b), 0u);
   EXPECT_EQ(numbers_differing(a, a), 0u);
-  auto zero_grad_new = make_impl_engine("zero_grad_new_tensor");
+  auto zero_grad_new = make_mutant_engine("zero_grad_new_tensor");
   Trace c = run_program(p, *zero_grad_new);
   EXPECT_FALSE(structure_differences(a, c).empty());
   EXPECT_TRUE(structure_differences(a, a).empty());

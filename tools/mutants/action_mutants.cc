@@ -1,0 +1,177 @@
+// tools/mutants/action_mutants.cc: the mutants that change one action of impl's engine (mutants.h): zero_grad,
+// backward or the optimizer's construction, wrapped around ImplEngine's own and working on impl's tensors.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conformance/program/optimizer_descriptions.h"
+#include "impl/autograd.h"
+#include "tools/mutants/mutant_engines.h"
+
+namespace lockstep::mutants_detail {
+namespace {
+
+// A parameter and its grad before a backward.
+struct Before {
+  impl::Tensor param, grad;
+  uint64_t version = 0;
+};
+
+// After a failed backward: every grad the mutant took away and backward did not give back is restored.
+void restore_unreached(std::vector<Before>& before) {
+  for (Before& b : before)
+    if (!b.param.grad().defined() && b.grad.defined()) b.param.set_grad(b.grad);
+}
+
+class ActionMutant : public ImplEngine {
+ public:
+  ActionMutant(Mutant m, bool zero_grad_default_none)
+      : ImplEngine(zero_grad_default_none, std::string("impl+") + mutant_name(m)), m_(m) {}
+
+  // SEM-4.1, SEM-4.2.
+  void zero_grad(std::optional<bool> set_to_none) override {
+    const bool to_none = set_to_none.value_or(zero_grad_sets_to_none_by_default());
+    impl::Optimizer* o = optimizer();
+    if (!o) return ImplEngine::zero_grad(set_to_none);  // no_optimizer, as impl
+    switch (m_) {
+      case Mutant::ZeroGradNoop: return;                                       // nothing happens
+      case Mutant::SetToNoneZeroes: return ImplEngine::zero_grad(false);      // zeroes instead
+      case Mutant::ZeroGradNewTensor:
+      case Mutant::ZeroGradNoDetach:
+        if (to_none) return ImplEngine::zero_grad(true);
+        for (impl::ParamGroup& g : o->param_groups())
+          for (impl::Tensor& p : g.params) {
+            impl::Tensor grad = p.grad();
+            if (!grad.defined()) continue;
+            if (m_ == Mutant::ZeroGradNewTensor) p.set_grad(impl::Tensor::zeros(grad.dtype(), grad.shape()));
+            else grad.zero_();  // without detach_(): a create_graph grad keeps requires_grad and grad_fn
+          }
+        return;
+      default: return ImplEngine::zero_grad(set_to_none);
+    }
+  }
+
+  // SEM-2.5 - 2.7, SEM-3.2, SEM-3.3.
+  void backward(const BackwardArgs& args) override {
+    const bool create_graph = args.create_graph;
+    const std::vector<impl::Tensor> params = parameters();
+    std::vector<Before> before;
+    for (const impl::Tensor& p : params) before.push_back({p, p.grad(), p.grad().defined() ? p.grad().version() : 0});
+    switch (m_) {
+      case Mutant::RetainGraphIgnored: {  // the saved tensors are never freed
+        BackwardArgs retained = args;
+        retained.retain_graph = true;
+        return ImplEngine::backward(retained);
+      }
+      case Mutant::UnusedParamGradZero: {  // a parameter backward did not reach gets a zero grad
+        ImplEngine::backward(args);
+        for (Before& b : before)
+          if (!b.param.grad().defined()) b.param.set_grad(impl::Tensor::zeros(b.param.dtype(), b.param.shape()));
+        return;
+      }
+      case Mutant::BackwardOverwrites: {  // the new gradient replaces a defined grad's values
+        for (Before& b : before) b.param.reset_grad();
+        try {
+          ImplEngine::backward(args);
+        } catch (...) {
+          restore_unreached(before);
+          throw;
+        }
+        for (Before& b : before) {
+          impl::Tensor now = b.param.grad();
+          if (!b.grad.defined() || !now.defined()) {
+            if (!now.defined() && b.grad.defined()) b.param.set_grad(b.grad);  // not reached: kept
+            continue;
+          }
+          if (create_graph) continue;  // a recorded copy of the new gradient, as accumulation into none
+          b.grad.copy_values_from(now);
+          b.param.set_grad(b.grad);  // identity kept, old values lost
+        }
+        return;
+      }
+      case Mutant::AccumulateOutOfPlace:          // grad = grad + g: a new identity
+      case Mutant::AccumulateInPlaceCreateGraph: {  // under create_graph, grad += g in place
+        ImplEngine::backward(args);
+        for (Before& b : before) {
+          impl::Tensor now = b.param.grad();
+          if (!b.grad.defined() || !now.defined()) continue;
+          if (m_ == Mutant::AccumulateOutOfPlace && !create_graph && now.is_same(b.grad) &&
+              now.version() != b.version)
+            b.param.set_grad(now.clone());
+          if (m_ == Mutant::AccumulateInPlaceCreateGraph && create_graph && !now.is_same(b.grad)) {
+            b.grad.copy_values_from(now);
+            b.param.set_grad(b.grad);
+          }
+        }
+        return;
+      }
+      default: return ImplEngine::backward(args);
+    }
+  }
+
+  // TiedParamCountedOnce: a parameter used more than once in one loss contributes through its first use only
+  // (later uses read its values, detached) (SEM-2.6).
+  void forward(const Expr& loss, bool no_grad) override {
+    uses_.clear();
+    ImplEngine::forward(loss, no_grad);
+  }
+
+  // GroupOptionsInheritDefaults: a group's options over the optimizer's defaults (the 2.x rule, SEM-7.1).
+  void make_optimizer(const OptimizerSpec& spec) override {
+    if (m_ != Mutant::GroupOptionsInheritDefaults) return ImplEngine::make_optimizer(spec);
+    defaults_ = spec.defaults;
+    OptimizerSpec merged = spec;
+    for (ParamGroupSpec& g : merged.groups)
+      if (g.options) g.options = over_defaults(*g.options);
+    ImplEngine::make_optimizer(merged);
+  }
+  void add_param_group(const ParamGroupSpec& group) override {
+    if (m_ != Mutant::GroupOptionsInheritDefaults || !group.options) return ImplEngine::add_param_group(group);
+    ParamGroupSpec merged = group;
+    merged.options = over_defaults(*group.options);
+    ImplEngine::add_param_group(merged);
+  }
+
+ protected:
+  impl::Tensor apply_op(const Expr& e, const std::vector<impl::Tensor>& operands) override {
+    if (m_ == Mutant::TiedParamCountedOnce && e.op == Op::Param && uses_[e.name]++ > 0)
+      return tensor_of(e.name).share_storage();  // same values, no autograd history
+    return ImplEngine::apply_op(e, operands);
+  }
+
+ private:
+  OptimizerOptions over_defaults(const OptimizerOptions& given) const {
+    OptimizerOptions merged = defaults_;
+    for (const std::string& name : all_option_names()) copy_if_set(any_option(name), given, merged);
+    return merged;
+  }
+
+  Mutant m_;
+  std::map<std::string, int> uses_;  // TiedParamCountedOnce: uses of each parameter in this forward
+  OptimizerOptions defaults_;        // GroupOptionsInheritDefaults
+};
+
+}  // namespace
+
+std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_none) {
+  switch (m) {
+    case Mutant::ZeroGradNoop:
+    case Mutant::ZeroGradNewTensor:
+    case Mutant::ZeroGradNoDetach:
+    case Mutant::SetToNoneZeroes:
+    case Mutant::BackwardOverwrites:
+    case Mutant::AccumulateOutOfPlace:
+    case Mutant::AccumulateInPlaceCreateGraph:
+    case Mutant::TiedParamCountedOnce:
+    case Mutant::UnusedParamGradZero:
+    case Mutant::RetainGraphIgnored:
+    case Mutant::GroupOptionsInheritDefaults:
+      return std::make_unique<ActionMutant>(m, zero_grad_default_none);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace lockstep::mutants_detail

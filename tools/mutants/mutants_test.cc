@@ -1,0 +1,177 @@
+// Tests of the mutant catalogue (tools/mutants/mutants.h): every mutant an engine of its own, outside impl.
+#include "tools/mutants/mutants.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "conformance/generate/generators.h"
+#include "conformance/run/interpreter.h"
+#include "conformance/program/trace_json.h"
+#include "conformance/run/named_case.h"
+#include "impl/engine_adapter.h"
+
+namespace lockstep {
+namespace {
+
+TEST(Mutants, CatalogueHasUniqueNamedMutantsEachSelectable) {
+  const auto& catalogue = mutant_catalogue();
+  EXPECT_GE(catalogue.size(), 53u);
+  std::set<std::string> names;
+  for (const MutantInfo& m : catalogue) {
+    EXPECT_TRUE(names.insert(m.name).second) << "duplicate name " << m.name;
+    EXPECT_EQ(mutant_from_name(m.name), m.id);
+    EXPECT_STREQ(mutant_name(m.id), m.name);
+    EXPECT_EQ(std::string(m.semantics).rfind("SEM-", 0), 0u) << m.name;
+    EXPECT_FALSE(std::string(m.description).empty());
+    auto engine = make_mutant_engine(m.name);
+    EXPECT_EQ(engine->name(), std::string("impl+") + m.name);
+  }
+  EXPECT_EQ(make_impl_engine()->name(), "impl");
+}
+
+// impl reads as the specification: no file of the reference knows the catalogue (issue 13). The engine adapter
+// (engine_adapter.*), the glue that puts impl behind the Engine interface, names the mutants as its users.
+TEST(Mutants, ImplHasNoMutantHooks) {
+  const std::filesystem::path impl_dir = std::filesystem::path(LOCKSTEP_SOURCE_DIR) / "impl";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(impl_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".cc" && entry.path().extension() != ".h") continue;
+    if (name.find("_test.cc") != std::string::npos || name.rfind("engine_adapter.", 0) == 0) continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string lower = text.str();
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(lower.find("mutant"), std::string::npos) << name << " mentions mutants";
+    ++files;
+  }
+  EXPECT_GT(files, 10);
+}
+
+TEST(Mutants, UnknownNameThrowsListingTheKnownOnes) {
+  try {
+    make_mutant_engine("no_such_mutant");
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("no_such_mutant"), std::string::npos);
+    EXPECT_NE(message.find("zero_grad_noop"), std::string::npos);
+    EXPECT_NE(message.find("adam_skip_zero_grad"), std::string::npos);
+  }
+}
+
+// y = (x*x).sum() with SGD(lr 0.1): backward, step, zero_grad, backward again.
+Program small_sgd_program() {
+  Program p;
+  p.params.push_back({"x", DType::Float64, {3}, {1, 2, 3}});
+  p.loss = sum(mul(param("x"), param("x")));
+  OptimizerSpec sgd;
+  sgd.kind = OptimizerKind::SGD;
+  sgd.defaults.lr = 0.1;
+  sgd.groups.push_back(ParamGroupSpec{{"x"}, std::nullopt});
+  p.optimizer = sgd;
+  Action forward, backward, step, zero;
+  forward.kind = ActionKind::Forward;
+  backward.kind = ActionKind::Backward;
+  step.kind = ActionKind::Step;
+  zero.kind = ActionKind::ZeroGrad;
+  p.actions = {forward, backward, step, zero, forward, backward};
+  validate(p);
+  return p;
+}
+
+std::string trace_text(const Trace& t) {
+  Trace copy = t;
+  copy.engine.clear();
+  return trace_to_json(copy).dump();
+}
+
+// impl is untouched by a mutated engine running interleaved with a clean one on the same thread.
+TEST(Mutants, AMutatedEngineDoesNotLeakIntoACleanOneOnTheSameThread) {
+  std::vector<Program> programs{small_sgd_program()};
+  RandomPrograms random(11, GenOptions{});
+  for (int i = 0; i < 12; ++i) programs.push_back(random.next().value());
+  for (const MutantInfo& m : mutant_catalogue()) {
+    for (const Program& program : programs) {
+      auto alone = make_impl_engine();
+      const std::string expected = trace_text(run_program(program, *alone));
+
+      auto clean = make_impl_engine();
+      auto mutated = make_mutant_engine(m.name);
+      ProgramRunner clean_runner(program, *clean), mutated_runner(program, *mutated);
+      Trace interleaved;
+      interleaved.init = clean_runner.setup();
+      mutated_runner.setup();
+      for (size_t i = 0; i < program.actions.size(); ++i) {
+        mutated_runner.run_action(i);
+        interleaved.records.push_back(clean_runner.run_action(i));
+      }
+      ASSERT_EQ(trace_text(interleaved), expected) << "mutant " << m.name;
+    }
+  }
+}
+
+TEST(Mutants, ZeroGradNoopLeavesTheGradSEM_4_1) {
+  const Program p = small_sgd_program();
+  auto clean = make_impl_engine();
+  auto mutated = make_mutant_engine("zero_grad_noop");
+  const Trace expected = run_program(p, *clean), actual = run_program(p, *mutated);
+  // After zero_grad (action 3): zeros in place, versus the first backward's grad 2x, x = [1, 2, 3].
+  EXPECT_EQ(expected.records[3].state.param("x")->grad.value.data, (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(actual.records[3].state.param("x")->grad.value.data, (std::vector<double>{2, 4, 6}));
+}
+
+TEST(Mutants, BackwardOverwritesLosesTheOldGradSEM_3_2) {
+  Program p = small_sgd_program();
+  p.actions.erase(p.actions.begin() + 2, p.actions.begin() + 4);  // forward, backward, forward, backward
+  auto clean = make_impl_engine();
+  auto mutated = make_mutant_engine("backward_overwrites");
+  EXPECT_EQ(run_program(p, *clean).records[3].state.param("x")->grad.value.data, (std::vector<double>{4, 8, 12}));
+  EXPECT_EQ(run_program(p, *mutated).records[3].state.param("x")->grad.value.data, (std::vector<double>{2, 4, 6}));
+}
+
+TEST(Mutants, RetainGraphIgnoredAllowsASecondBackwardSEM_2_5) {
+  Program p = small_sgd_program();
+  p.actions.erase(p.actions.begin() + 2, p.actions.end());
+  Action again;
+  again.kind = ActionKind::Backward;
+  p.actions.push_back(again);  // forward, backward, backward (x*x saved its operands)
+  auto clean = make_impl_engine();
+  auto mutated = make_mutant_engine("retain_graph_ignored");
+  const Trace expected = run_program(p, *clean), actual = run_program(p, *mutated);
+  ASSERT_TRUE(expected.records[2].error.has_value());
+  EXPECT_EQ(expected.records[2].error->kind, "backward_through_freed_graph");
+  EXPECT_FALSE(actual.records[2].error.has_value());
+  EXPECT_EQ(actual.records[2].state.param("x")->grad.value.data, (std::vector<double>{4, 8, 12}));
+}
+
+// Each RMSprop and Adagrad mutant deviates from impl on the named case written against it (SEM-14, SEM-15).
+TEST(Mutants, RmspropAndAdagradMutantsFailTheirNamedCases) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"rmsprop_centered_ignored", "sem14-rmsprop-centered-subtracts-squared-mean"},
+      {"rmsprop_momentum_buffer_raw_grad", "sem14-rmsprop-momentum-buffer-holds-scaled-gradient"},
+      {"rmsprop_square_avg_unweighted", "sem14-rmsprop-centered-subtracts-squared-mean"},
+      {"adagrad_lazy_state", "sem15-adagrad-state-from-construction-with-defaults-accumulator"},
+      {"adagrad_lazy_state", "sem15-adagrad-added-param-has-no-state"},
+      {"adagrad_group_initial_accumulator", "sem15-adagrad-state-from-construction-with-defaults-accumulator"},
+      {"adagrad_lr_decay_per_optimizer", "sem15-adagrad-lr-decay-counts-per-parameter-step"},
+  };
+  for (const auto& [mutant, id] : pairs) {
+    const NamedCase c = read_case_file(default_cases_dir() + "/" + id + ".json");
+    auto clean = make_impl_engine();
+    EXPECT_TRUE(check_case(c, run_program(c.program, *clean)).empty()) << id;
+    auto mutated = make_mutant_engine(mutant);
+    EXPECT_FALSE(check_case(c, run_program(c.program, *mutated)).empty()) << mutant << " passes " << id;
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,444 @@
+// tools/mutants/optimizer_mutants.cc: the mutants that change an optimizer's step (mutants.h). Each is a
+// subclass of impl's optimizer (same options, state and validation) whose step() is a copy of impl's with one
+// line wrong; everything the mutant does not concern rounds as impl does (std::fma where impl fuses).
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "impl/adagrad.h"
+#include "impl/adam.h"
+#include "impl/adamw.h"
+#include "impl/rmsprop.h"
+#include "impl/sgd.h"
+#include "tools/mutants/mutant_engines.h"
+
+namespace lockstep::mutants_detail {
+namespace {
+
+using impl::Tensor;
+
+bool all_zero(const Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (t.at(i) != 0) return false;
+  return true;
+}
+
+void check_fits(const Tensor& p, const Tensor& grad) {
+  if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
+    throw impl::Error("other", "grad does not match its parameter (dtype or shape)");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// SGD (SEM-5.3): impl's box line by line, the mutant's line changed.
+
+template <class T>
+void sgd_mutant_pass(Mutant m, T* p, T* grad, T* buf, int64_t n, bool weight_decay_on, bool momentum_on, bool first,
+                     bool nesterov, T weight_decay, T momentum, T one_minus_dampening, T lr) {
+  const bool velocity = m == Mutant::SgdVelocityForm && momentum_on;
+  const bool decay_after = m == Mutant::SgdWeightDecayAfterMomentum;
+  for (int64_t i = 0; i < n; ++i) {
+    T d = grad[i];
+    if (weight_decay_on && !decay_after) d = std::fma(weight_decay, p[i], d);
+    if (velocity) d = lr * d;  // the buffer holds lr-scaled velocities
+    if (momentum_on) {
+      T b;
+      if (first && m != Mutant::SgdDampeningFirstStep) b = d;
+      else b = std::fma(one_minus_dampening, d, buf[i] * momentum);  // the first buffer is zeros
+      buf[i] = b;
+      d = (nesterov && m != Mutant::SgdNesterovBufferOnly) ? std::fma(momentum, b, d) : b;
+    }
+    if (weight_decay_on && decay_after) d = std::fma(weight_decay, p[i], d);
+    if (m == Mutant::StepModifiesGrad) grad[i] = d;
+    p[i] = velocity ? p[i] - d : std::fma(-lr, d, p[i]);
+  }
+}
+
+class MutantSGD : public impl::SGD {
+ public:
+  MutantSGD(Mutant m, std::vector<impl::ParamGroup> groups, const impl::SGDOptions& defaults)
+      : impl::SGD(std::move(groups), defaults), m_(m) {}
+
+  void step() override {
+    for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+      const impl::SGDOptions& o = group_options(gi);
+      if (o.lr == 0 && m_ == Mutant::LrZeroGroupSkipped) continue;
+      const bool weight_decay_on = o.weight_decay != 0;
+      const bool momentum_on = o.momentum != 0;
+      const bool nesterov = momentum_on && o.nesterov;
+      for (Tensor& p : param_groups()[gi].params) {
+        Tensor grad = p.grad();
+        if (!grad.defined()) {
+          if (m_ != Mutant::StepUndefinedGradAsZero) continue;
+          grad = Tensor::zeros(p.dtype(), p.shape());
+        }
+        check_fits(p, grad);
+        bool first = false;
+        impl::SGDParamState* state = nullptr;
+        if (momentum_on) {
+          state = state_of(p);
+          if (!state) {
+            auto fresh = std::make_unique<impl::SGDParamState>();
+            fresh->momentum_buffer = Tensor::zeros(p.dtype(), p.shape());
+            state = static_cast<impl::SGDParamState*>(&set_state(p, std::move(fresh)));
+            first = true;
+          }
+        }
+        impl::dispatch_dtype(p.dtype(), [&](auto zero) {
+          using T = decltype(zero);
+          T* buf = state ? state->momentum_buffer.data<T>() : nullptr;
+          sgd_mutant_pass<T>(m_, p.data<T>(), grad.data<T>(), buf, p.numel(), weight_decay_on, momentum_on, first,
+                             nesterov, static_cast<T>(o.weight_decay), static_cast<T>(o.momentum),
+                             static_cast<T>(1 - o.dampening), static_cast<T>(o.lr));
+        });
+      }
+    }
+  }
+
+ private:
+  Mutant m_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Adam and AdamW (SEM-6.3, SEM-6.4). Mutants of a formula run one plain pass (below); the others change which
+// parameters step, their counts or their weight decay, and leave the update to impl (adam_update).
+
+bool concerns_adam_pass(Mutant m) {
+  return m == Mutant::StepModifiesGrad || m == Mutant::AdamEpsInsideSqrt || m == Mutant::AdamEpsBeforeBiasCorrection ||
+         m == Mutant::AmsgradMaxOfCorrected || m == Mutant::AmsgradMaxDropsNan || m == Mutant::AdamwDecayAfterUpdate ||
+         m == Mutant::AdamNoBiasCorrection;
+}
+
+template <class T>
+void adam_mutant_pass(Mutant mutant, T* p, T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
+                      bool l2, bool decoupled, bool amsgrad, T l2_weight_decay, T decay_factor, T beta1,
+                      T one_minus_beta1, T beta2, T one_minus_beta2, T bc2, T sqrt_bc2, T eps, T step_size) {
+  const bool decay_after = decoupled && mutant == Mutant::AdamwDecayAfterUpdate;
+  for (int64_t i = 0; i < n; ++i) {
+    T param = p[i];
+    if (decoupled && !decay_after) param = param * decay_factor;
+    T g = grad[i];
+    if (l2) g = g + l2_weight_decay * param;
+    if (mutant == Mutant::StepModifiesGrad) grad[i] = g;
+    T m = exp_avg[i] * beta1 + one_minus_beta1 * g;
+    exp_avg[i] = m;
+    T v = exp_avg_sq[i] * beta2 + (one_minus_beta2 * g) * g;
+    exp_avg_sq[i] = v;
+    T second = v;
+    bool corrected = false;  // `second` already divided by bc2
+    if (amsgrad) {
+      T old_max = max_exp_avg_sq[i];
+      T candidate = v;
+      if (mutant == Mutant::AmsgradMaxOfCorrected) candidate = v / bc2, corrected = true;
+      T new_max = mutant == Mutant::AmsgradMaxDropsNan ? std::fmax(old_max, candidate)
+                                                       : ((candidate > old_max || candidate != candidate) ? candidate : old_max);
+      max_exp_avg_sq[i] = new_max;
+      second = new_max;
+    }
+    T denom;
+    if (mutant == Mutant::AdamEpsInsideSqrt) denom = std::sqrt(second / bc2 + eps);
+    else if (mutant == Mutant::AdamEpsBeforeBiasCorrection) denom = (std::sqrt(second) + eps) / sqrt_bc2;
+    else if (corrected) denom = std::sqrt(second) + eps;
+    else denom = std::sqrt(second) / sqrt_bc2 + eps;
+    T result = param - (step_size * m) / denom;
+    if (decay_after) result = result * decay_factor;
+    p[i] = result;
+  }
+}
+
+
+// One parameter's update under mutant m: impl's adam_update, or the mutant pass.
+void mutant_adam_update(Mutant m, Tensor& param, Tensor& grad, impl::AdamParamState& state, double lr,
+                        std::pair<double, double> betas, double eps, double l2_weight_decay,
+                        double decoupled_weight_decay, bool amsgrad) {
+  if (m == Mutant::AdamBiasCorrectionOffByOne) {  // the corrections of step + 1
+    state.step += 1;
+    try {
+      impl::adam_detail::adam_update(param, grad, state, lr, betas, eps, l2_weight_decay, decoupled_weight_decay, amsgrad);
+    } catch (...) {
+      state.step -= 1;
+      throw;
+    }
+    state.step -= 1;
+    return;
+  }
+  if (!concerns_adam_pass(m) || (amsgrad && !state.max_exp_avg_sq.defined())) {
+    impl::adam_detail::adam_update(param, grad, state, lr, betas, eps, l2_weight_decay, decoupled_weight_decay, amsgrad);
+    return;
+  }
+  check_fits(param, grad);
+  const double beta1 = betas.first, beta2 = betas.second;
+  const double counted = static_cast<double>(state.step);
+  double bc1 = 1 - std::pow(beta1, counted), bc2 = 1 - std::pow(beta2, counted);
+  if (m == Mutant::AdamNoBiasCorrection) bc1 = bc2 = 1;
+  const bool l2 = l2_weight_decay != 0, decoupled = decoupled_weight_decay != 0;
+  param.bump_version();
+  if (decoupled) param.bump_version();
+  impl::dispatch_dtype(param.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* vmax = amsgrad ? state.max_exp_avg_sq.data<T>() : nullptr;
+    adam_mutant_pass<T>(m, param.data<T>(), grad.data<T>(), state.exp_avg.data<T>(), state.exp_avg_sq.data<T>(), vmax,
+                        param.numel(), l2, decoupled, amsgrad, static_cast<T>(l2_weight_decay),
+                        static_cast<T>(1 - lr * decoupled_weight_decay), static_cast<T>(beta1),
+                        static_cast<T>(1 - beta1), static_cast<T>(beta2), static_cast<T>(1 - beta2),
+                        static_cast<T>(bc2), static_cast<T>(std::sqrt(bc2)), static_cast<T>(eps),
+                        static_cast<T>(lr / bc1));
+  });
+}
+
+// Adam and AdamW share the loop; Base is impl::Adam or impl::AdamW.
+template <class Base, class Options>
+class MutantAdamFamily : public Base {
+ public:
+  MutantAdamFamily(Mutant m, bool decoupled, std::vector<impl::ParamGroup> groups, const Options& defaults)
+      : Base(std::move(groups), defaults), m_(m), decoupled_(decoupled) {}
+
+  void step() override {
+    int64_t optimizer_step = 0;  // AdamStepPerOptimizer: 1 + the largest count of any parameter
+    if (m_ == Mutant::AdamStepPerOptimizer) {
+      for (const impl::ParamGroup& g : this->param_groups())
+        for (const Tensor& p : g.params)
+          if (const impl::AdamParamState* s = this->state_of(p)) optimizer_step = std::max(optimizer_step, s->step);
+      optimizer_step += 1;
+    }
+    for (size_t gi = 0; gi < this->param_groups().size(); ++gi) {
+      const Options& o = this->group_options(gi);
+      if (o.lr == 0 && m_ == Mutant::LrZeroGroupSkipped) continue;
+      for (Tensor& p : this->param_groups()[gi].params) {
+        Tensor grad = p.grad();
+        if (!grad.defined()) {
+          if (m_ != Mutant::StepUndefinedGradAsZero) continue;
+          grad = Tensor::zeros(p.dtype(), p.shape());
+        } else if (m_ == Mutant::AdamSkipZeroGrad && all_zero(grad)) {
+          continue;
+        }
+        impl::AdamParamState* state = this->state_of(p);
+        if (!state)
+          state = static_cast<impl::AdamParamState*>(&this->set_state(p, impl::adam_detail::fresh_state(p, o.amsgrad)));
+        state->step += 1;
+        if (optimizer_step) state->step = optimizer_step;
+        double l2 = decoupled_ ? 0 : o.weight_decay, decoupled_decay = decoupled_ ? o.weight_decay : 0;
+        if (m_ == Mutant::AdamDecoupledDecay && !decoupled_) std::swap(l2, decoupled_decay);  // decays as AdamW
+        mutant_adam_update(m_, p, grad, *state, o.lr, o.betas, o.eps, l2, decoupled_decay, o.amsgrad);
+      }
+    }
+  }
+
+ private:
+  Mutant m_;
+  bool decoupled_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// RMSprop (SEM-14.3): impl's step with one line changed.
+
+class MutantRMSprop : public impl::RMSprop {
+ public:
+  MutantRMSprop(Mutant m, std::vector<impl::ParamGroup> groups, const impl::RMSpropOptions& defaults)
+      : impl::RMSprop(std::move(groups), defaults), m_(m) {}
+
+  void step() override {
+    for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+      const impl::RMSpropOptions& o = group_options(gi);
+      for (Tensor& p : param_groups()[gi].params) {
+        const Tensor grad = p.grad();
+        if (!grad.defined()) continue;
+        check_fits(p, grad);
+        impl::RMSpropParamState* state = state_of(p);
+        if (!state) {
+          auto fresh = std::make_unique<impl::RMSpropParamState>();
+          fresh->square_avg = Tensor::zeros(p.dtype(), p.shape());
+          if (o.momentum > 0) fresh->momentum_buffer = Tensor::zeros(p.dtype(), p.shape());
+          if (o.centered) fresh->grad_avg = Tensor::zeros(p.dtype(), p.shape());
+          state = static_cast<impl::RMSpropParamState*>(&set_state(p, std::move(fresh)));
+        }
+        state->step += 1;
+        // A tensor the options need and the state lacks (SEM-14.2): impl updates square_avg (and, centered,
+        // grad_avg when it has one), then fails.
+        const bool missing = (o.centered && !state->grad_avg.defined()) || (o.momentum > 0 && !state->momentum_buffer.defined());
+        const bool centered = o.centered && state->grad_avg.defined();
+        const bool momentum = o.momentum > 0 && state->momentum_buffer.defined();
+        impl::dispatch_dtype(p.dtype(), [&](auto zero) {
+          using T = decltype(zero);
+          T* param = p.data<T>();
+          const T* g_in = grad.data<T>();
+          T* sa = state->square_avg.data<T>();
+          T* ga = centered ? state->grad_avg.data<T>() : nullptr;
+          T* buf = momentum ? state->momentum_buffer.data<T>() : nullptr;
+          const T alpha = static_cast<T>(o.alpha), one_minus_alpha = static_cast<T>(1 - o.alpha);
+          const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
+          const T mom = static_cast<T>(o.momentum), neg_lr = static_cast<T>(-o.lr);
+          for (int64_t i = 0; i < p.numel(); ++i) {
+            T g = g_in[i];
+            if (o.weight_decay != 0) g = std::fma(wd, param[i], g);
+            sa[i] = m_ == Mutant::RmspropSquareAvgUnweighted ? std::fma(g, g, sa[i] * alpha)  // (1 - alpha) dropped
+                                                            : std::fma(one_minus_alpha * g, g, sa[i] * alpha);
+            T x = sa[i];
+            if (ga) {
+              ga[i] = std::fma(one_minus_alpha, g, ga[i] * alpha);
+              if (m_ != Mutant::RmspropCenteredIgnored) x = std::fma(-ga[i], ga[i], sa[i]);
+            }
+            if (missing) continue;
+            const T avg = m_ == Mutant::RmspropEpsInsideSqrt ? std::sqrt(x + eps) : std::sqrt(x) + eps;
+            if (buf) {
+              if (m_ == Mutant::RmspropMomentumBufferRawGrad) {  // buf accumulates g; the update divides by avg
+                buf[i] = buf[i] * mom + g;
+                param[i] = param[i] + (neg_lr * buf[i]) / avg;
+              } else {
+                buf[i] = buf[i] * mom + g / avg;
+                param[i] = std::fma(neg_lr, buf[i], param[i]);
+              }
+            } else {
+              param[i] = param[i] + (neg_lr * g) / avg;
+            }
+          }
+        });
+        if (missing)
+          throw impl::Error("other", "Expected a proper Tensor but got None (or an undefined Tensor in C++) for "
+                                     "argument #0 'self'");
+        p.bump_version();
+      }
+    }
+  }
+
+ private:
+  Mutant m_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Adagrad (SEM-15.2, SEM-15.3): its own optimizer (impl's constructor would create the state the lazy mutant
+// leaves out), with impl's options and state types and impl's validation.
+
+class MutantAdagrad : public impl::Optimizer {
+ public:
+  MutantAdagrad(Mutant m, std::vector<impl::ParamGroup> groups, const impl::AdagradOptions& defaults)
+      : impl::Optimizer(std::move(groups), defaults.clone()), m_(m) {
+    impl::Adagrad validate(std::vector<Tensor>{}, defaults);  // impl's checks and messages (SEM-15.1)
+    if (m_ == Mutant::AdagradLazyState) return;
+    for (const impl::ParamGroup& group : param_groups()) {
+      const double initial = m_ == Mutant::AdagradGroupInitialAccumulator
+                                 ? static_cast<const impl::AdagradOptions&>(*group.options).initial_accumulator_value
+                                 : defaults.initial_accumulator_value;
+      for (const Tensor& p : group.params)
+        if (!find_state(p)) set_state(p, fresh(p, initial));
+    }
+  }
+
+  void step() override {
+    int64_t optimizer_step = 0;  // AdagradLrDecayPerOptimizer: 1 + the largest count of any parameter
+    for (const impl::ParamGroup& g : param_groups())
+      for (const Tensor& p : g.params)
+        if (const auto* s = static_cast<const impl::AdagradParamState*>(find_state(p)))
+          optimizer_step = std::max(optimizer_step, s->step);
+    optimizer_step += 1;
+    for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+      const auto& o = static_cast<const impl::AdagradOptions&>(*param_groups()[gi].options);
+      for (Tensor& p : param_groups()[gi].params) {
+        const Tensor grad = p.grad();
+        if (!grad.defined()) continue;
+        check_fits(p, grad);
+        auto* state = static_cast<impl::AdagradParamState*>(find_state(p));
+        if (!state && m_ == Mutant::AdagradLazyState)
+          state = static_cast<impl::AdagradParamState*>(&set_state(p, fresh(p, o.initial_accumulator_value)));
+        if (!state) {
+          set_empty_state(p);
+          throw impl::Error("other", "state found NULL for the Tensor (added after construction, SEM-15.2)");
+        }
+        state->step += 1;
+        const int64_t counted = m_ == Mutant::AdagradLrDecayPerOptimizer ? optimizer_step : state->step;
+        const double clr = o.lr / (1 + static_cast<double>(counted - 1) * o.lr_decay);
+        impl::dispatch_dtype(p.dtype(), [&](auto zero) {
+          using T = decltype(zero);
+          T* param = p.data<T>();
+          const T* g_in = grad.data<T>();
+          T* sum = state->sum.data<T>();
+          const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps), neg_clr = static_cast<T>(-clr);
+          for (int64_t i = 0; i < p.numel(); ++i) {
+            T g = g_in[i];
+            if (o.weight_decay != 0) g = std::fma(wd, param[i], g);
+            sum[i] = std::fma(g, g, sum[i]);
+            const T std_dev = m_ == Mutant::AdagradEpsInsideSqrt ? std::sqrt(sum[i] + eps) : std::sqrt(sum[i]) + eps;
+            param[i] = param[i] + (neg_clr * g) / std_dev;
+          }
+        });
+        p.bump_version();
+      }
+    }
+  }
+
+ private:
+  static std::unique_ptr<impl::AdagradParamState> fresh(const Tensor& p, double initial) {
+    auto s = std::make_unique<impl::AdagradParamState>();
+    s->sum = Tensor::from_values(p.dtype(), p.shape(), std::vector<double>(static_cast<size_t>(p.numel()), initial));
+    return s;
+  }
+
+  Mutant m_;
+};
+
+}  // namespace
+
+bool is_optimizer_level(Mutant m) {
+  switch (m) {
+    case Mutant::StepUndefinedGradAsZero:
+    case Mutant::StepModifiesGrad:
+    case Mutant::SgdDampeningFirstStep:
+    case Mutant::SgdWeightDecayAfterMomentum:
+    case Mutant::SgdNesterovBufferOnly:
+    case Mutant::SgdVelocityForm:
+    case Mutant::AdamEpsInsideSqrt:
+    case Mutant::AdamEpsBeforeBiasCorrection:
+    case Mutant::AdamBiasCorrectionOffByOne:
+    case Mutant::AdamNoBiasCorrection:
+    case Mutant::AdamStepPerOptimizer:
+    case Mutant::AmsgradMaxOfCorrected:
+    case Mutant::AmsgradMaxDropsNan:
+    case Mutant::AdamwDecayAfterUpdate:
+    case Mutant::AdamDecoupledDecay:
+    case Mutant::AdamSkipZeroGrad:
+    case Mutant::RmspropEpsInsideSqrt:
+    case Mutant::RmspropCenteredIgnored:
+    case Mutant::RmspropMomentumBufferRawGrad:
+    case Mutant::RmspropSquareAvgUnweighted:
+    case Mutant::AdagradLazyState:
+    case Mutant::AdagradGroupInitialAccumulator:
+    case Mutant::AdagradLrDecayPerOptimizer:
+    case Mutant::AdagradEpsInsideSqrt:
+    case Mutant::LrZeroGroupSkipped:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::unique_ptr<impl::Optimizer> make_optimizer_mutant(Mutant m, OptimizerKind kind, std::vector<impl::ParamGroup> groups,
+                                                      const impl::OptionsBase& defaults) {
+  const bool rmsprop = m == Mutant::RmspropEpsInsideSqrt || m == Mutant::RmspropCenteredIgnored ||
+                       m == Mutant::RmspropMomentumBufferRawGrad || m == Mutant::RmspropSquareAvgUnweighted;
+  const bool adagrad = m == Mutant::AdagradLazyState || m == Mutant::AdagradGroupInitialAccumulator ||
+                       m == Mutant::AdagradLrDecayPerOptimizer || m == Mutant::AdagradEpsInsideSqrt;
+  if (!is_optimizer_level(m)) return nullptr;
+  switch (kind) {
+    case OptimizerKind::SGD:
+      if (rmsprop || adagrad) return nullptr;
+      return std::make_unique<MutantSGD>(m, std::move(groups), static_cast<const impl::SGDOptions&>(defaults));
+    case OptimizerKind::Adam:
+      if (rmsprop || adagrad) return nullptr;
+      return std::make_unique<MutantAdamFamily<impl::Adam, impl::AdamOptions>>(
+          m, false, std::move(groups), static_cast<const impl::AdamOptions&>(defaults));
+    case OptimizerKind::AdamW:
+      if (rmsprop || adagrad) return nullptr;
+      return std::make_unique<MutantAdamFamily<impl::AdamW, impl::AdamWOptions>>(
+          m, true, std::move(groups), static_cast<const impl::AdamWOptions&>(defaults));
+    case OptimizerKind::RMSprop:
+      if (!rmsprop) return nullptr;
+      return std::make_unique<MutantRMSprop>(m, std::move(groups), static_cast<const impl::RMSpropOptions&>(defaults));
+    case OptimizerKind::Adagrad:
+      if (!adagrad) return nullptr;
+      return std::make_unique<MutantAdagrad>(m, std::move(groups), static_cast<const impl::AdagradOptions&>(defaults));
+  }
+  return nullptr;
+}
+
+}  // namespace lockstep::mutants_detail
