@@ -81,15 +81,6 @@ void overwrite(const impl::Tensor& t, const TensorValue* v, const std::string& w
 // ---------------------------------------------------------------------------------------------------------
 // Options (SEMANTICS §5.1, §6.1, §7.1), as the oracle engine decides them.
 
-// Options foreign to the optimizer's kind are refused before anything changes (optimizer_descriptions.h).
-void check_fields(OptimizerKind kind, const OptimizerOptions& o, const std::string& where) {
-  const std::vector<std::string> foreign = foreign_options(kind, o);
-  if (foreign.empty()) return;
-  std::string names;
-  for (const auto& n : foreign) names += (names.empty() ? "" : ", ") + n;
-  throw EngineError(error_kind::kInvalidOption, where + ": " + names + " is not an option of " + optimizer_name(kind));
-}
-
 void apply(impl::SGDOptions& to, const OptimizerOptions& o) {
   if (o.lr) to.lr = *o.lr;
   if (o.momentum) to.momentum = *o.momentum;
@@ -143,7 +134,7 @@ impl::SGDOptions sgd_options(const OptimizerOptions& o, const std::string& where
 // The option type's defaults with the given fields set (1.13 rule, SEM-7.1).
 std::unique_ptr<impl::OptionsBase> make_options(OptimizerKind kind, const OptimizerOptions& o,
                                                 const std::string& where) {
-  check_fields(kind, o, where);
+  check_option_fields(kind, o, where);  // engine_glue.h
   switch (kind) {
     case OptimizerKind::SGD: return std::make_unique<impl::SGDOptions>(sgd_options(o, where));
     case OptimizerKind::Adam: {
@@ -225,13 +216,9 @@ ImplEngine::~ImplEngine() = default;
 
 void ImplEngine::add_parameter(const ParamSpec& spec) {
   guarded([&] {
-    if (index_.count(spec.name)) {
-      throw EngineError(error_kind::kOther, "parameter '" + spec.name + "' is declared twice");
-    }
     impl::Tensor t = make_tensor(spec.values, spec.dtype, spec.shape);
     t.set_requires_grad(true);  // SEM-2.1: a leaf that requires grad, its grad undefined
-    index_[spec.name] = params_.size();
-    params_.push_back({spec.name, t, nullptr});
+    tables_.add_param(spec.name, t);
   });
 }
 
@@ -298,14 +285,7 @@ void ImplEngine::set_grad_none(const std::string& param) {
 
 void ImplEngine::hold_grad(const std::string& param, const std::string& handle) {
   guarded([&] {
-    impl::Tensor grad = tensor_of(param).grad();  // an alias (SEM-1.1); may be undefined
-    for (auto& h : handles_) {
-      if (h.first == handle) {
-        h.second = grad;
-        return;
-      }
-    }
-    handles_.emplace_back(handle, grad);
+    tables_.hold(handle, tensor_of(param).grad());  // an alias (SEM-1.1); may be undefined
   });
 }
 
@@ -317,11 +297,8 @@ void ImplEngine::set_group_options(int group, const OptimizerOptions& changes) {
   guarded([&] {
     impl::Optimizer& optimizer = require_optimizer("set_options");
     auto& groups = optimizer.param_groups();
-    if (group < 0 || static_cast<size_t>(group) >= groups.size()) {
-      throw EngineError(error_kind::kNoSuchGroup, "no param group " + std::to_string(group) + " (there are " +
-                                                      std::to_string(groups.size()) + ")");
-    }
-    check_fields(kind_, changes, "set_options");
+    check_group_index(group, groups.size());
+    check_option_fields(kind_, changes, "set_options");
     impl::OptionsBase& options = *groups[group].options;
     switch (kind_) {
       case OptimizerKind::SGD: apply(static_cast<impl::SGDOptions&>(options), changes); break;
@@ -344,17 +321,11 @@ EngineState ImplEngine::observe() {
   return guarded([&] {
     EngineState state;
     std::unordered_map<const impl::TensorImpl*, std::string> names;
-    for (Param& p : params_) {
+    for (Param& p : tables_.params()) {
       names[p.tensor.impl()] = p.name;
       state.params.push_back(observe_param(p));
     }
-    for (const auto& [name, grad] : handles_) {
-      HandleObservation o;
-      o.name = name;
-      o.defined = grad.defined();
-      if (o.defined) o.value = to_value(grad);
-      state.handles.push_back(std::move(o));
-    }
+    state.handles = tables_.observe_handles([](const impl::Tensor& t) { return t.defined(); }, to_value);
     if (optimizer_) {
       for (const impl::ParamGroup& group : optimizer_->param_groups()) {
         GroupObservation g;
@@ -380,16 +351,16 @@ EngineState ImplEngine::observe() {
 void ImplEngine::synchronise(const EngineState& target) {
   guarded([&] {
     for (const ParamObservation& t : target.params) {
-      auto it = index_.find(t.name);
-      if (it == index_.end()) throw EngineError(error_kind::kOther, "synchronise: unknown parameter '" + t.name + "'");
-      const impl::Tensor& p = params_[it->second].tensor;
+      if (!tables_.has_param(t.name))
+        throw EngineError(error_kind::kOther, "synchronise: unknown parameter '" + t.name + "'");
+      const impl::Tensor& p = tables_.tensor_of(t.name);
       overwrite(p, &t.value, t.name);
       if (t.grad.defined) overwrite(p.grad(), &t.grad.value, t.name + ".grad");
       if (optimizer_ && t.state.exists) synchronise_state(p, t.state, t.name);
     }
     for (const HandleObservation& t : target.handles) {
       if (!t.defined) continue;
-      for (const auto& [name, grad] : handles_) {
+      for (const auto& [name, grad] : tables_.handles()) {
         if (name == t.name) overwrite(grad, &t.value, "handle " + name);
       }
     }
@@ -402,15 +373,11 @@ impl::Optimizer& ImplEngine::require_optimizer(const char* action) const {
   return *optimizer_;
 }
 
-impl::Tensor& ImplEngine::tensor_of(const std::string& name) {
-  auto it = index_.find(name);
-  if (it == index_.end()) throw EngineError(error_kind::kOther, "unknown parameter '" + name + "'");
-  return params_[it->second].tensor;
-}
+impl::Tensor& ImplEngine::tensor_of(const std::string& name) { return tables_.tensor_of(name); }
 
 std::vector<impl::Tensor> ImplEngine::parameters() const {
   std::vector<impl::Tensor> out;
-  for (const Param& p : params_) out.push_back(p.tensor);
+  for (const Param& p : tables_.params()) out.push_back(p.tensor);
   return out;
 }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "conformance/run/engine.h"
+#include "conformance/run/engine_glue.h"
 #include "impl/optimizer.h"
 #include "impl/tensor.h"
 
@@ -70,12 +71,9 @@ class ImplEngine : public Engine {
   const impl::Tensor& output() const { return output_; }  // the held forward output (undefined before one)
 
  private:
-  struct Param {
-    std::string name;
-    impl::Tensor tensor;
-    std::shared_ptr<impl::TensorImpl> previous_grad;  // seen at the previous observe(); kept alive so that
-                                                      // its address cannot be reused by a new grad
-  };
+  // Parameters, handles (engine_glue.h); a grad's identity is its impl, kept alive (SEM-1.1).
+  using Tables = EngineTables<impl::Tensor, std::shared_ptr<impl::TensorImpl>>;
+  using Param = Tables::Param;
   struct StateView;  // a parameter's optimizer state as impl holds it (engine_adapter.cc)
 
   impl::Optimizer& require_optimizer(const char* action) const;
@@ -87,11 +85,9 @@ class ImplEngine : public Engine {
   void synchronise_state(const impl::Tensor& p, const OptimizerStateObservation& t, const std::string& name);
 
   std::string name_;
-  std::vector<Param> params_;  // in the program's order
-  std::map<std::string, size_t> index_;
+  Tables tables_;
   std::unique_ptr<impl::Optimizer> optimizer_;
   OptimizerKind kind_ = OptimizerKind::SGD;
-  std::vector<std::pair<std::string, impl::Tensor>> handles_;  // in the order first taken
   impl::Tensor output_;  // the held forward output; undefined before the first forward
   bool zero_grad_default_none_ = false;  // SEM-12.1
 };

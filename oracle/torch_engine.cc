@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "conformance/program/optimizer_descriptions.h"
+#include "conformance/run/engine_glue.h"
 
 namespace lockstep {
 
@@ -126,17 +127,6 @@ torch::Tensor index_tensor(const std::vector<int64_t>& indices) {
 // ---------------------------------------------------------------------------------------------------------
 // Options (SEMANTICS §5.1, §6.1, §7.1).
 
-// Options foreign to the optimizer's kind are refused before anything changes (optimizer_descriptions.h).
-void check_fields(OptimizerKind kind, const OptimizerOptions& o, const std::string& where) {
-  const std::vector<std::string> foreign = foreign_options(kind, o);
-  if (!foreign.empty()) {
-    std::string names;
-    for (const auto& n : foreign) names += (names.empty() ? "" : ", ") + n;
-    throw EngineError(error_kind::kInvalidOption,
-                      where + ": " + names + " is not an option of " + optimizer_name(kind));
-  }
-}
-
 void apply(torch::optim::SGDOptions& to, const OptimizerOptions& o) {
   if (o.lr) to.lr(*o.lr);
   if (o.momentum) to.momentum(*o.momentum);
@@ -198,7 +188,7 @@ torch::optim::SGDOptions sgd_options(const OptimizerOptions& o, const std::strin
 // Options built from the option type's defaults with the given fields set (1.13 rule, SEM-7.1).
 std::unique_ptr<torch::optim::OptimizerOptions> make_options(OptimizerKind kind, const OptimizerOptions& o,
                                                              const std::string& where) {
-  check_fields(kind, o, where);
+  check_option_fields(kind, o, where);  // engine_glue.h
   switch (kind) {
     case OptimizerKind::SGD:
       return std::make_unique<torch::optim::SGDOptions>(sgd_options(o, where));
@@ -288,20 +278,15 @@ class TorchEngine : public Engine {
 
   void add_parameter(const ParamSpec& spec) override {
     guarded([&] {
-      if (index_.count(spec.name)) {
-        throw EngineError(error_kind::kOther, "parameter '" + spec.name + "' is declared twice");
-      }
       // SEM-2.1: a leaf that requires grad, its grad undefined.
-      torch::Tensor t = make_tensor(spec.values, spec.dtype, spec.shape).set_requires_grad(true);
-      index_[spec.name] = params_.size();
-      params_.push_back({spec.name, t, torch::Tensor()});
+      tables_.add_param(spec.name, make_tensor(spec.values, spec.dtype, spec.shape).set_requires_grad(true));
     });
   }
 
   void make_optimizer(const OptimizerSpec& spec) override {
     guarded([&] {
       std::vector<torch::optim::OptimizerParamGroup> groups = make_groups(spec);
-      check_fields(spec.kind, spec.defaults, "defaults");
+      check_option_fields(spec.kind, spec.defaults, "defaults");
       std::unique_ptr<torch::optim::Optimizer> optimizer;
       switch (spec.kind) {
         case OptimizerKind::SGD:
@@ -399,14 +384,7 @@ class TorchEngine : public Engine {
 
   void hold_grad(const std::string& param, const std::string& handle) override {
     guarded([&] {
-      torch::Tensor grad = tensor_of(param).grad();  // an alias (SEM-1.1); may be undefined
-      for (auto& h : handles_) {
-        if (h.first == handle) {
-          h.second = grad;
-          return;
-        }
-      }
-      handles_.emplace_back(handle, grad);
+      tables_.hold(handle, tensor_of(param).grad());  // an alias (SEM-1.1); may be undefined
     });
   }
 
@@ -421,11 +399,8 @@ class TorchEngine : public Engine {
     guarded([&] {
       require_optimizer("set_options");
       auto& groups = optimizer_->param_groups();
-      if (group < 0 || static_cast<size_t>(group) >= groups.size()) {
-        throw EngineError(error_kind::kNoSuchGroup, "no param group " + std::to_string(group) + " (there are " +
-                                                        std::to_string(groups.size()) + ")");
-      }
-      check_fields(kind_, changes, "set_options");
+      check_group_index(group, groups.size());
+      check_option_fields(kind_, changes, "set_options");
       torch::optim::OptimizerOptions& options = groups[group].options();
       switch (kind_) {
         case OptimizerKind::SGD: apply(static_cast<torch::optim::SGDOptions&>(options), changes); break;
@@ -448,17 +423,11 @@ class TorchEngine : public Engine {
     return guarded([&] {
       EngineState state;
       std::unordered_map<const void*, std::string> names;  // impl -> parameter name
-      for (auto& p : params_) {
+      for (auto& p : tables_.params()) {
         names[p.tensor.unsafeGetTensorImpl()] = p.name;
         state.params.push_back(observe_param(p));
       }
-      for (const auto& h : handles_) {
-        HandleObservation o;
-        o.name = h.first;
-        o.defined = h.second.defined();
-        if (o.defined) o.value = to_value(h.second);
-        state.handles.push_back(std::move(o));
-      }
+      state.handles = tables_.observe_handles([](const torch::Tensor& t) { return t.defined(); }, to_value);
       if (optimizer_) {
         for (const auto& group : optimizer_->param_groups()) {
           GroupObservation g;
@@ -482,21 +451,15 @@ class TorchEngine : public Engine {
   }
 
  private:
-  struct Param {
-    std::string name;
-    torch::Tensor tensor;
-    torch::Tensor previous_grad;  // the grad seen at the previous observe(), for same_as_previous
-  };
+  // Parameters and handles (engine_glue.h); a grad's identity is the grad seen at the previous observe().
+  using Tables = EngineTables<torch::Tensor, torch::Tensor>;
+  using Param = Tables::Param;
 
   void require_optimizer(const char* action) const {
     if (!optimizer_) throw EngineError(error_kind::kNoOptimizer, std::string(action) + " without an optimizer");
   }
 
-  torch::Tensor& tensor_of(const std::string& name) {
-    auto it = index_.find(name);
-    if (it == index_.end()) throw EngineError(error_kind::kOther, "unknown parameter '" + name + "'");
-    return params_[it->second].tensor;
-  }
+  torch::Tensor& tensor_of(const std::string& name) { return tables_.tensor_of(name); }
 
   torch::optim::OptimizerParamGroup make_group(const ParamGroupSpec& spec, OptimizerKind kind,
                                                const std::string& where) {
@@ -631,11 +594,9 @@ class TorchEngine : public Engine {
     return o;
   }
 
-  std::vector<Param> params_;  // in the program's order
-  std::map<std::string, size_t> index_;
+  Tables tables_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   OptimizerKind kind_ = OptimizerKind::SGD;
-  std::vector<std::pair<std::string, torch::Tensor>> handles_;  // in the order first taken
   torch::Tensor output_;  // the held forward output; undefined before the first forward
 };
 
