@@ -66,7 +66,7 @@ rc::Gen<double> gen_value(DType dtype, const GenOptions& options) {
     rc::Gen<double> special =
         rc::gen::element(std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
                          -std::numeric_limits<double>::infinity());
-    any = rc::gen::weightedOneOf<double>({{95, finite}, {5, special}});
+    any = rc::gen::weightedOneOf<double>({{93, finite}, {7, special}});
   }
   // Size-independent: a small program still gets interesting numbers.
   return rc::gen::resize(rc::kNominalSize, map(any, [dtype](double x) { return to_dtype(x, dtype); }));

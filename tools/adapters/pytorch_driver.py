@@ -2,8 +2,8 @@
 """PyTorch's Python API as a lockstep driver (fixtures/PROTOCOL.md).
 
 Reads one request per line on stdin, {"id": ID, "program": PROGRAM} (conformance/program/program_json.h), runs the
-program with torch's Python API (torch.optim.SGD / Adam / AdamW, autograd, Tensor.grad) and writes
-{"id": ID, "trace": TRACE} (conformance/program/trace_json.h) on one line of stdout, in order. It observes what
+program with torch's Python API (torch.optim.SGD / Adam / AdamW / RMSprop / Adagrad, autograd, Tensor.grad) and
+writes {"id": ID, "trace": TRACE} (conformance/program/trace_json.h) on one line of stdout, in order. It observes what
 SEMANTICS §8 lists, the way oracle/torch_engine.cc does with the C++ API, so that every difference between the
 two APIs shows up in `lockstep replay`:
 
@@ -26,10 +26,16 @@ Where the Python API has no action of its own the driver decides as the C++ orac
    C++/Python differences lockstep avoids or expects. Everything else is supported ("supports" omitted).
  - Group options are passed to Python as given; Python fills the missing ones from the optimizer's defaults
    (SEM-7.1 [py]), where C++ 1.13 uses the option type's defaults: a real API difference.
- - Options foreign to the optimizer (momentum on Adam) are refused before anything changes, as the oracle does.
+ - Options foreign to the optimizer (momentum on Adam) are refused before anything changes, as the oracle does;
+   an optimizer type the driver does not know is a setup error (kind other), never another optimizer.
  - foreach=False and maximize=False are passed explicitly (the single-tensor path, like the C++ optimizers).
 The driver never hides a difference: the optimizer state is observed as Python holds it (SGD without momentum
-keeps a state entry {'momentum_buffer': None}, observed as an existing state without fields).
+keeps a state entry {'momentum_buffer': None}, observed as an existing state without fields; Adagrad's and
+RMSprop's tensor step counts are reported as integers).
+Known differences of Python 1.13 for RMSprop/Adagrad (SEMANTICS 14.2, 15.2 [py];
+tools/adapters/pytorch/repro/rmsprop_adagrad_state.py): a step over a parameter Adagrad got by add_param_group
+raises KeyError('sum') before any parameter of its group is updated; RMSprop with momentum or centered switched
+on after the state exists raises KeyError before counting the step or updating square_avg.
 """
 import argparse
 import inspect
@@ -65,6 +71,9 @@ _RULES = [
     ("Invalid weight_decay value", "invalid_option"),
     ("Invalid epsilon value", "invalid_option"),
     ("Invalid beta parameter", "invalid_option"),
+    ("Invalid alpha value", "invalid_option"),
+    ("Invalid lr_decay value", "invalid_option"),
+    ("Invalid initial_accumulator_value value", "invalid_option"),
     ("Nesterov momentum requires", "invalid_option"),
     ("can't optimize a non-leaf", "non_leaf_parameter"),
     ("more than one parameter group", "duplicate_parameter"),
@@ -125,8 +134,15 @@ def fits(t, p):
 
 SGD_FIELDS = ["lr", "momentum", "dampening", "weight_decay", "nesterov"]
 ADAM_FIELDS = ["lr", "betas", "eps", "weight_decay", "amsgrad"]
-FOREIGN = {"sgd": ["betas", "eps", "amsgrad"], "adam": ["momentum", "dampening", "nesterov"],
-           "adamw": ["momentum", "dampening", "nesterov"]}
+RMSPROP_FIELDS = ["lr", "alpha", "eps", "weight_decay", "momentum", "centered"]
+ADAGRAD_FIELDS = ["lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"]
+# The options of each optimizer kind (conformance/program/optimizer_*.cc); any other option is foreign to it.
+FIELDS = {"sgd": SGD_FIELDS, "adam": ADAM_FIELDS, "adamw": ADAM_FIELDS, "rmsprop": RMSPROP_FIELDS,
+          "adagrad": ADAGRAD_FIELDS}
+FLAGS = ("nesterov", "amsgrad", "centered")  # boolean options
+CLASSES = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+           "rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad}
+STATE_TENSORS = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum")
 
 
 def options_in(o):
@@ -134,7 +150,7 @@ def options_in(o):
     for k, v in o.items():
         if k == "betas":
             out[k] = (number_in(v[0]), number_in(v[1]))
-        elif k in ("nesterov", "amsgrad"):
+        elif k in FLAGS:
             out[k] = bool(v)
         else:
             out[k] = number_in(v)
@@ -142,13 +158,12 @@ def options_in(o):
 
 
 def options_out(kind, group):
-    fields = SGD_FIELDS if kind == "sgd" else ADAM_FIELDS
     out = {}
-    for k in fields:
+    for k in FIELDS[kind]:
         v = group[k]
         if k == "betas":
             out[k] = [number_out(float(v[0])), number_out(float(v[1]))]
-        elif k in ("nesterov", "amsgrad"):
+        elif k in FLAGS:
             out[k] = bool(v)
         else:
             out[k] = number_out(float(v))
@@ -177,7 +192,7 @@ class PythonEngine:
         self.previous_grad[spec["name"]] = None
 
     def check_fields(self, kind, options, where):
-        foreign = [k for k in FOREIGN[kind] if k in options]
+        foreign = [k for k in options if k not in FIELDS[kind]]
         if foreign:
             raise EngineError("invalid_option", "%s: %s is not an option of %s" % (where, ", ".join(foreign), kind))
 
@@ -192,6 +207,8 @@ class PythonEngine:
         return group
 
     def make_optimizer(self, spec):
+        if spec["type"] not in CLASSES:  # never another optimizer in its place
+            raise EngineError("other", "pytorch_driver: unknown optimizer type '%s'" % spec["type"])
         self.kind = spec["type"]
         defaults = options_in(spec.get("defaults", {}))
         if "params" in spec:
@@ -205,14 +222,9 @@ class PythonEngine:
             common = {"fused": True, "maximize": False}
         else:
             common = {"foreach": MODE == "foreach", "maximize": False}
-        if self.kind == "sgd":
-            if "lr" not in defaults:
-                raise EngineError("invalid_option", "defaults: SGD options need lr (no default)")
-            self.optimizer = torch.optim.SGD(groups, **defaults, **common)
-        elif self.kind == "adam":
-            self.optimizer = torch.optim.Adam(groups, **defaults, **common)
-        else:
-            self.optimizer = torch.optim.AdamW(groups, **defaults, **common)
+        if self.kind == "sgd" and "lr" not in defaults:
+            raise EngineError("invalid_option", "defaults: SGD options need lr (no default)")
+        self.optimizer = CLASSES[self.kind](groups, **defaults, **common)
 
     # --- actions -----------------------------------------------------------------------------------------
     def eval_expr(self, e):
@@ -369,7 +381,7 @@ class PythonEngine:
         if "step" in s:
             step = s["step"]
             out["step"] = int(step.item() if torch.is_tensor(step) else step)
-        for key in ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        for key in STATE_TENSORS:
             t = s.get(key)
             if t is None:
                 continue
@@ -425,7 +437,7 @@ def hello():
          "api_profile": "pytorch-python-foreach" if MODE == "foreach" else "pytorch-python",
          "pytorch_version": torch.__version__}
     if MODE == "fused":  # only the optimizers with a fused path; everything else as always
-        h["supports"] = {"optimizers": {k: (SGD_FIELDS if k == "sgd" else ADAM_FIELDS) for k, f in FUSED.items() if f}}
+        h["supports"] = {"optimizers": {k: FIELDS[k] for k, f in FUSED.items() if f}}
     return h
 
 
@@ -440,11 +452,10 @@ def main():
         sys.stderr.write("pytorch_driver: --device cuda: no CUDA device here (torch %s)\n" % torch.__version__)
         sys.exit(3)
     if MODE == "fused":
-        classes = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
-        for kind, cls in classes.items():
+        for kind, cls in CLASSES.items():
             FUSED[kind] = "fused" in inspect.signature(cls.__init__).parameters
         # torch 1.13's fused Adam runs on CUDA only; probe it rather than trust the signature.
-        for kind, cls in classes.items():
+        for kind, cls in CLASSES.items():
             if not FUSED[kind]:
                 continue
             try:

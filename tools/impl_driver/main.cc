@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
         // The engine's own name: "impl", "impl+MUTANT", or the variant's, so that reports (and the conformance
         // matrix) keep a mutant or a variant apart from impl itself.
         const std::string name = !variant.empty() ? make_variant_engine(variant)->name()
-                                                  : make_mutant_engine(mutant)->name();
+                                 : mutant.empty()  ? make_impl_engine()->name()
+                                                   : make_mutant_engine(mutant)->name();
         answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
         // What zero_grad() does here is always declared (an undeclared default is taken to be the oracle's,
         // which is "none" with LibTorch 2.x); the version only when chosen.
