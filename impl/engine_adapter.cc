@@ -375,6 +375,12 @@ impl::Optimizer& ImplEngine::require_optimizer(const char* action) const {
 
 impl::Tensor& ImplEngine::tensor_of(const std::string& name) { return tables_.tensor_of(name); }
 
+std::vector<std::string> ImplEngine::parameter_names() const {
+  std::vector<std::string> out;
+  for (const Param& p : tables_.params()) out.push_back(p.name);
+  return out;
+}
+
 std::vector<impl::Tensor> ImplEngine::parameters() const {
   std::vector<impl::Tensor> out;
   for (const Param& p : tables_.params()) out.push_back(p.tensor);
@@ -441,6 +447,8 @@ ParamObservation ImplEngine::observe_param(Param& p) {
   ParamObservation o;
   o.name = p.name;
   o.value = to_value(p.tensor);
+  o.same_as_previous = p.tensor.impl_ptr() == p.previous_tensor.impl_ptr();  // SEM-1.6: updated in place
+  p.previous_tensor = p.tensor;
   impl::Tensor grad = p.tensor.grad();
   o.grad.defined = grad.defined();
   if (grad.defined()) {

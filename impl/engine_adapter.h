@@ -66,6 +66,7 @@ class ImplEngine : public Engine {
 
   impl::Tensor& tensor_of(const std::string& name);       // throws EngineError for an unknown name
   std::vector<impl::Tensor> parameters() const;           // the program's parameters, in order (aliases)
+  std::vector<std::string> parameter_names() const;       // their names, in the same order
   impl::Optimizer* optimizer() const { return optimizer_.get(); }  // null before make_optimizer
   OptimizerKind optimizer_kind() const { return kind_; }
   const impl::Tensor& output() const { return output_; }  // the held forward output (undefined before one)

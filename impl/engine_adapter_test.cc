@@ -53,6 +53,24 @@ TEST(ImplEngine, NameAndInitialState) {
   EXPECT_TRUE(s.groups.empty());
 }
 
+// SEM-1.6: the step updates the parameter in place; it stays the same tensor at every observation (the optional
+// field param.same_as_previous, reported by impl).
+TEST(ImplEngine, SEM_1_6_StepKeepsTheParameterTensor) {
+  for (std::optional<double> momentum : {std::optional<double>(), std::optional<double>(0.9)}) {
+    auto engine = engine_with_x();
+    engine->make_optimizer(sgd(0.5, momentum));
+    EXPECT_EQ(engine->observe().params[0].same_as_previous, std::optional<bool>(true));
+    for (int k = 0; k < 2; ++k) {
+      engine->forward(*square_sum(), false);
+      engine->backward({});
+      engine->step();
+      const EngineState s = engine->observe();
+      EXPECT_NE(s.params[0].value.data, (V{1, 2, 3}));
+      EXPECT_EQ(s.params[0].same_as_previous, std::optional<bool>(true));
+    }
+  }
+}
+
 TEST(ImplEngine, SEM_3_4_RepeatedBackwardAccumulatesInPlace) {
   auto engine = engine_with_x();
   engine->observe();

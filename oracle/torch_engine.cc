@@ -527,6 +527,8 @@ class TorchEngine : public Engine {
     ParamObservation o;
     o.name = p.name;
     o.value = to_value(p.tensor);
+    o.same_as_previous = same_tensor(p.tensor, p.previous_tensor);  // SEM-1.6: updated in place
+    p.previous_tensor = p.tensor;
     torch::Tensor grad = p.tensor.grad();
     o.grad.defined = grad.defined();
     if (grad.defined()) {

@@ -224,6 +224,26 @@ std::string kind_after_step(OptimizerKind kind, const std::function<ExprPtr()>& 
   return kind_of([&] { engine->backward({}); }, message);
 }
 
+// SEM-1.6: every optimizer's step updates the parameter in place: the same tensor at every observation (the
+// optional field param.same_as_previous), its values moved.
+TEST(TorchEngine, Sem1_6_StepKeepsTheParameterTensor) {
+  for (OptimizerKind kind : {OptimizerKind::SGD, OptimizerKind::Adam, OptimizerKind::AdamW, OptimizerKind::RMSprop,
+                             OptimizerKind::Adagrad}) {
+    auto engine = engine_with({vec3()});
+    OptimizerOptions o;
+    o.lr = 0.1;
+    engine->make_optimizer({kind, o, {{{"x"}, std::nullopt}}});
+    EXPECT_EQ(find_param(engine->observe(), "x").same_as_previous, std::optional<bool>(true));
+    for (int k = 0; k < 2; ++k) {
+      engine->forward(*sum(mul(x(), x())), false);
+      engine->backward({});
+      engine->step();
+      const ParamObservation p = find_param(engine->observe(), "x");
+      EXPECT_EQ(p.same_as_previous, std::optional<bool>(true)) << optimizer_name(kind);
+    }
+  }
+}
+
 TEST(TorchEngine, Sem2_5_AdamStepOfASavedParameterFailsTheRetainedGraph) {
   TensorValue c = const3();
   auto square_x = [] { return sum(unary(Op::Square, x())); };

@@ -228,6 +228,7 @@ int command_replay(const ReplayArgs& args) {
     if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
     LockstepResult counted;
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
+    counted.optional_fields = r.optional_fields;
     // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
     count_case(scope, f.program, program_features(f.program), counted);
     if (uses_zero_grad_default(original.program) && mine != recorder_none)

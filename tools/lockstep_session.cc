@@ -106,6 +106,7 @@ void count_case(RunScope& s, const Program& program, const std::set<std::string>
   ++s.coverage.tested;
   for (const std::string& f : features) ++s.coverage.exercised[f];
   for (const std::string& cell : coverage_cells(program)) ++s.coverage.cells[cell];
+  for (const auto& [field, n] : result.optional_fields) s.coverage.optional_fields[field] += n;
   if (features.count("zero_grad_default"))
     for (AppliedRule& r : s.coverage.rules)
       if (r.id == kZeroGradDefaultRule) ++r.uses;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/program/features.h"
+#include "conformance/program/optional_fields.h"
 
 #include "tools/command_mutants.h"
 #include "tools/commands.h"
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   bool features_json = false;
   CLI::App* features = app.add_subcommand(
       "features", "List the feature names a driver's hello, --features, --exclude-features and profiles use "
-                  "(SEMANTICS §13)");
+                  "(SEMANTICS §13), and the optional trace fields its \"observes\" may name (category observes)");
   features->add_flag("--json", features_json, "As a JSON array of {name, category, meaning}");
 
   try {
@@ -187,6 +188,12 @@ int main(int argc, char** argv) {
       for (const lockstep::FeatureInfo& f : lockstep::all_features()) {
         if (features_json) list.push_back({{"name", f.name}, {"category", f.category}, {"meaning", f.meaning}});
         else std::cout << f.category << "\t" << f.name << "\t" << f.meaning << "\n";
+      }
+      // The optional trace fields a hello's "observes" names (conformance/program/optional_fields.h).
+      for (const lockstep::OptionalField& f : lockstep::optional_fields()) {
+        const std::string meaning = std::string(f.what) + " (" + f.semantics + ")";
+        if (features_json) list.push_back({{"name", f.name}, {"category", "observes"}, {"meaning", meaning}});
+        else std::cout << "observes\t" << f.name << "\t" << meaning << "\n";
       }
       if (features_json) std::cout << list.dump(2) << "\n";
       return kExitOk;

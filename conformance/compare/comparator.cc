@@ -368,6 +368,17 @@ class Comparer {
     compare_tensor(name + " → " + field, q, *expected, *actual, prev, actual_prev, extra, k_for(q));
   }
 
+  // An optional field (optional_fields.h): compared exactly where both sides have it, else counted untested.
+  void compare_optional_flag(const char* field, const std::string& path, const std::optional<bool>& e,
+                             const std::optional<bool>& a) {
+    if (e && a && *e != *a) structure(path, bool_text(*e), bool_text(*a));
+    if (!ctx_.optional_fields) return;
+    OptionalFieldCount& c = (*ctx_.optional_fields)[field];
+    if (!e) ++c.not_expected;
+    else if (!a) ++c.not_reported;
+    else ++c.compared;
+  }
+
   void compare_param(const ParamObservation& e, const ParamObservation& a) {
     const std::string& n = e.name;
     const ParamObservation* before = previous_param(n);
@@ -377,6 +388,7 @@ class Comparer {
     compare_tensor(n + " → value", Quantity::Param, e.value, a.value, before ? &before->value : nullptr,
                    actual_before ? &actual_before->value : nullptr, step.update.empty() ? nullptr : &step.update,
                    k_for(Quantity::Param));
+    compare_optional_flag("param.same_as_previous", n + " → same_as_previous", e.same_as_previous, a.same_as_previous);
 
     // Grad: definedness, then flags, then values (SEMANTICS §3, §4).
     if (e.grad.defined != a.grad.defined) {

@@ -1,7 +1,8 @@
 // The comparator: one record of the implementation under test against the oracle's (SEMANTICS §8, §9).
 //
 // Numbers are compared within the tolerance model of tolerance.h; everything else exactly: the error kind
-// (messages are not compared), grad definedness, identity (same_as_previous), requires_grad, has_grad_fn,
+// (messages are not compared), grad definedness, identity (same_as_previous; a parameter's too, an optional field
+// compared where both sides report it), requires_grad, has_grad_fn,
 // which optimizer state exists and which of its fields, step counts, each group's parameters and options,
 // handle definedness, the output's presence, requires_grad, has_grad_fn, and every tensor's shape and dtype.
 //
@@ -25,6 +26,7 @@
 #include "conformance/program/program.h"
 #include "conformance/compare/error_budget.h"
 #include "conformance/compare/tolerance.h"
+#include "conformance/program/optional_fields.h"
 #include "conformance/program/trace.h"
 
 namespace lockstep {
@@ -71,6 +73,9 @@ struct CompareContext {
   const ErrorBudget* budget = nullptr;
   // Step only: the parameters the step updates more than once, with the magnitudes they take on the way.
   const std::map<std::string, RepeatedUpdate>* repeated_update_peaks = nullptr;
+  // When given, receives per optional field (optional_fields.h) how many observations were compared and how
+  // many went untested (absent on one side: never a difference).
+  OptionalFieldCounts* optional_fields = nullptr;
 };
 
 // The largest ULP error seen per quantity in one comparison (free-running growth); -1 when none compared.

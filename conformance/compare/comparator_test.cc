@@ -107,6 +107,30 @@ TEST(Sem8Comparator, EveryStructuralFieldIsComparedExactly) {
   changed([](Record& a) { a.state.output->value.shape = {1}; }, "output → value.shape");
 }
 
+// An optional field (optional_fields.h): compared where both sides report it, counted untested where one does not,
+// never a difference for being absent.
+TEST(Sem8Comparator, OptionalParamIdentityComparedWhereReportedElseUntested) {
+  Record e = rich_record();
+  e.state.params[0].same_as_previous = true;
+  Record a = e;
+  a.state.params[0].same_as_previous = false;
+  expect_structure(e, a, "w → same_as_previous");
+
+  OptionalFieldCounts counts;
+  CompareContext ctx;
+  ctx.optional_fields = &counts;
+  EXPECT_TRUE(compare_records(e, e, nullptr, ctx).empty());
+  a.state.params[0].same_as_previous.reset();  // not reported by the implementation
+  EXPECT_TRUE(compare_records(e, a, nullptr, ctx).empty());
+  Record old = e;  // an expected trace recorded before the field
+  old.state.params[0].same_as_previous.reset();
+  EXPECT_TRUE(compare_records(old, e, nullptr, ctx).empty());
+  const OptionalFieldCount& n = counts["param.same_as_previous"];
+  EXPECT_EQ(n.compared, 1);
+  EXPECT_EQ(n.not_reported, 1);
+  EXPECT_EQ(n.not_expected, 1);
+}
+
 TEST(Sem8Comparator, ErrorMessagesAreNotCompared) {
   Record e = rich_record();
   e.error = ErrorObservation{error_kind::kNoGradFn, "element 0 of tensors does not require grad"};

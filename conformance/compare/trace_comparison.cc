@@ -51,6 +51,7 @@ std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, s
 std::vector<Difference> TraceComparison::compare_init(Record expected, Record actual, ErrorStats* stats) {
   CompareContext ctx;
   ctx.tolerance = tolerance_;
+  ctx.optional_fields = &optional_fields_;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
   std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, "init", expected, actual);
   expected_previous_ = std::move(expected);
@@ -70,6 +71,7 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   const Action& action = program_.actions.at(index);
   CompareContext ctx;
   ctx.tolerance = tolerance_;
+  ctx.optional_fields = &optional_fields_;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
   ctx.actual_previous = &actual_previous_;
   const bool carry = !synchronised_;

@@ -54,6 +54,8 @@ class TraceComparison {
   const std::vector<MaskedDifference>& masked() const { return masked_; }
   // Whether a masked difference was structural (the sides' structure may differ from then on).
   bool masked_structure() const { return masked_structure_; }
+  // Per optional field (optional_fields.h): observations compared and left untested so far.
+  const OptionalFieldCounts& optional_fields() const { return optional_fields_; }
 
  private:
   struct HeldForward {
@@ -69,6 +71,7 @@ class TraceComparison {
   FieldMask mask_;
   std::vector<MaskedDifference> masked_;
   bool masked_structure_ = false;
+  OptionalFieldCounts optional_fields_;
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
   std::optional<HeldForward> held_;

@@ -67,6 +67,10 @@ struct OptimizerStateObservation {
 struct ParamObservation {
   std::string name;
   TensorValue value;
+  // The parameter is the same tensor (identity) as at the previous observation; at init, the tensor created for
+  // it (SEM-1.6: an optimizer updates it in place). Optional field "param.same_as_previous" (optional_fields.h):
+  // nullopt when the trace does not report it.
+  std::optional<bool> same_as_previous;
   GradObservation grad;
   OptimizerStateObservation state;
 };

@@ -138,6 +138,7 @@ void write_state(const EngineState& s, ordered_json& out) {
   ordered_json params = ordered_json::object();
   for (const auto& p : s.params) {
     ordered_json j = full_tensor_to_json(p.value);
+    if (p.same_as_previous) j["same_as_previous"] = *p.same_as_previous;  // optional_fields.h
     j["grad"] = grad_to_json(p.grad, p.value);
     j["state"] = optimizer_state_to_json(p.state, p.value);
     params[p.name] = std::move(j);
@@ -186,6 +187,8 @@ EngineState read_state(JsonObjectReader& r) {
     ParamObservation p;
     p.name = it.key();
     p.value = full_tensor_from_json(pr);
+    if (const ordered_json* same = pr.optional("same_as_previous"))  // optional_fields.h
+      p.same_as_previous = bool_from_json(*same, pr.pointer("same_as_previous"));
     p.grad = grad_from_json(pr.required("grad"), pr.pointer("grad"), p.value);
     p.state = optimizer_state_from_json(pr.required("state"), pr.pointer("state"), p.value);
     pr.finish(false);

@@ -5,6 +5,7 @@
 //   {"action": "backward",
 //    "error": {"kind": "no_grad_fn", "message": "..."},                     (absent when none)
 //    "params": {"x": {"dtype": "float64", "shape": [3], "values": [..],    (keyed by name, program order)
+//                     "same_as_previous": true,                     (optional field, optional_fields.h)
 //                     "grad": {"defined": true, "values": [..], "requires_grad": false, "has_grad_fn": false,
 //                              "same_as_previous": true}  or  {"defined": false},
 //                     "state": {} or {"step": 3, "momentum_buffer": [..], "exp_avg": [..], "exp_avg_sq": [..],

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "conformance/program/json_reader.h"
+#include "conformance/program/optional_fields.h"
 
 namespace lockstep {
 namespace {
@@ -230,6 +231,51 @@ TEST(TraceJson, StrictReadingNamesThePointer) {
       EXPECT_NE(e.message().find(c.fragment), std::string::npos) << e.what();
     }
   }
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// The optional field param.same_as_previous (optional_fields.h): written only when reported, read when present,
+// absent is not an error, a wrong type is one naming its pointer.
+TEST(TraceJson, OptionalParamIdentity) {
+  Trace t;
+  t.engine = "e";
+  ParamObservation w;
+  w.name = "w";
+  w.value = {DType::Float32, {1}, {1}};
+  t.init.action = "init";
+  t.init.state.params = {w};
+  Record step = t.init;
+  step.action = "step";
+  step.state.params[0].same_as_previous = false;
+  t.records = {step};
+  const nlohmann::ordered_json j = trace_to_json(t);
+  EXPECT_FALSE(j["init"]["params"]["w"].contains("same_as_previous"));
+  EXPECT_EQ(j["records"][0]["params"]["w"]["same_as_previous"], false);
+  const Trace back = trace_from_json(j);
+  EXPECT_FALSE(back.init.state.params[0].same_as_previous.has_value());
+  ASSERT_TRUE(back.records[0].state.params[0].same_as_previous.has_value());
+  EXPECT_FALSE(*back.records[0].state.params[0].same_as_previous);
+  EXPECT_EQ(first_missing(back, "param.same_as_previous"), std::optional<std::string>("/init/params/w"));
+
+  nlohmann::ordered_json bad = j;
+  bad["records"][0]["params"]["w"]["same_as_previous"] = "yes";
+  try {
+    trace_from_json(bad);
+    FAIL() << "a string same_as_previous was read";
+  } catch (const JsonError& e) {
+    EXPECT_EQ(e.pointer(), "/records/0/params/w/same_as_previous");
+  }
+  bad["records"][0]["params"]["w"].erase("same_as_previous");
+  bad["init"]["params"]["w"]["same_as_previous"] = true;
+  EXPECT_EQ(first_missing(trace_from_json(bad), "param.same_as_previous"),
+            std::optional<std::string>("/records/0/params/w"));
+  bad["records"][0]["params"]["w"]["same_as_previous"] = true;
+  EXPECT_EQ(first_missing(trace_from_json(bad), "param.same_as_previous"), std::nullopt);
 }
 
 }  // namespace

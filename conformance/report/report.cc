@@ -219,6 +219,37 @@ nlohmann::ordered_json difference_to_json(const Difference& d) {
   return j;
 }
 
+const char* optional_field_status(const OptionalFieldCount& n) {
+  const int64_t untested = n.not_reported + n.not_expected;
+  if (n.compared == 0) return "untested";
+  return untested == 0 ? "tested" : "partly untested";
+}
+
+std::string optional_field_why(const OptionalFieldCount& n) {
+  std::string why;
+  if (n.not_reported > 0) why = "the implementation does not report it (its hello does not announce it)";
+  if (n.not_expected > 0)
+    why += std::string(why.empty() ? "" : "; ") + "the expected traces do not record it (fixtures recorded before it)";
+  return why;
+}
+
+nlohmann::ordered_json optional_fields_to_json(const OptionalFieldCounts& counts) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const OptionalField& f : optional_fields()) {  // every field, counted or not
+    auto it = counts.find(f.name);
+    const OptionalFieldCount n = it == counts.end() ? OptionalFieldCount{} : it->second;
+    nlohmann::ordered_json j;
+    j["status"] = optional_field_status(n);
+    j["compared"] = n.compared;
+    j["not_reported"] = n.not_reported;
+    j["not_expected"] = n.not_expected;
+    j["semantics"] = f.semantics;
+    if (const std::string why = optional_field_why(n); !why.empty()) j["why_untested"] = why;
+    out[f.name] = std::move(j);
+  }
+  return out;
+}
+
 nlohmann::ordered_json coverage_to_json(const CoverageReport& c) {
   nlohmann::ordered_json j;
   j["implementation"] = c.implementation;
@@ -258,6 +289,7 @@ nlohmann::ordered_json coverage_to_json(const CoverageReport& c) {
   }
   j["cells"] = std::move(tables);
   j["empty_cells"] = empty_coverage_cells(c.cells);
+  j["optional_fields"] = optional_fields_to_json(c.optional_fields);
   if (!c.warnings.empty()) j["warnings"] = c.warnings;
   return j;
 }

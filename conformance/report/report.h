@@ -76,6 +76,8 @@ struct CoverageReport {
   std::vector<LeftOutCase> left_out_cases;      // their ids, why, and what they would have tested
   // Tested programs per coverage cell, "table|row|column" (conformance/program/coverage_cells.h).
   std::map<std::string, int64_t> cells;
+  // Per optional trace field (optional_fields.h): observations compared and left untested.
+  OptionalFieldCounts optional_fields;
 };
 
 // The coverage tables (coverage_cells.h) filled from `cells`: Markdown, one table each, "-" where a cell does
@@ -128,6 +130,11 @@ std::string xml_text(const std::string& text);    // element text: only & < > es
 std::string readable_json(const nlohmann::ordered_json& j);
 nlohmann::ordered_json difference_to_json(const Difference& d);
 nlohmann::ordered_json coverage_to_json(const CoverageReport& coverage);
+// Every optional trace field (optional_fields.h) with its counts and status: "tested" (every observation
+// compared), "partly untested", or "untested" (none compared), and why observations went untested.
+nlohmann::ordered_json optional_fields_to_json(const OptionalFieldCounts& counts);
+const char* optional_field_status(const OptionalFieldCount& n);
+std::string optional_field_why(const OptionalFieldCount& n);  // "" when nothing went untested
 std::string coverage_markdown(const CoverageReport& coverage);  // the "### Coverage" section
 std::string failure_location(const LockstepResult& r);  // "setup", "action 3 (step)"
 

@@ -192,6 +192,17 @@ std::string coverage_markdown(const CoverageReport& c) {
     out += "\n\n";
   }
   for (const std::string& w : c.warnings) out += "Warning: " + cell(w) + "\n\n";
+  // Optional trace fields (optional_fields.h): an untested one is not a failure, but a reader must see it.
+  out += "| Optional trace field | Status | Observations compared | Untested | Why untested |\n|---|---|---:|---:|---|\n";
+  for (const OptionalField& f : optional_fields()) {
+    auto it = c.optional_fields.find(f.name);
+    const OptionalFieldCount n = it == c.optional_fields.end() ? OptionalFieldCount{} : it->second;
+    const std::string status = optional_field_status(n);
+    out += fmt::format("| `{}` ({}) | {} | {} | {} | {} |\n", f.name, f.semantics,
+                       status == "tested" ? status : "**" + status + "**", n.compared, n.not_reported + n.not_expected,
+                       cell(optional_field_why(n)));
+  }
+  out += "\n";
   if (c.tested > 0) {
     const size_t empty = empty_coverage_cells(c.cells).size();
     out += fmt::format("<details><summary>Coverage cells: {} empty (tested programs per cell)</summary>\n\n", empty);

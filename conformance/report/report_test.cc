@@ -369,6 +369,40 @@ TEST(Report, CoverageSaysWhatWasLeftOutAndWhichRulesWereUsed) {
   EXPECT_EQ(report_markdown(r), md);  // deterministic
 }
 
+// Optional trace fields (optional_fields.h): every one listed, with its counts, "untested" when nothing was
+// compared and why.
+TEST(Report, CoverageListsOptionalFieldsTestedOrUntested) {
+  RunReport r = sample_report();
+  CoverageReport c;
+  c.tested = 3;
+  r.coverage = c;
+  nlohmann::ordered_json j = report_json(r);
+  const nlohmann::ordered_json& none = j["coverage"]["optional_fields"]["param.same_as_previous"];
+  EXPECT_EQ(none["status"], "untested");
+  EXPECT_EQ(none["compared"], 0);
+  EXPECT_FALSE(none.contains("why_untested"));
+
+  r.coverage->optional_fields["param.same_as_previous"] = OptionalFieldCount{0, 40, 0};
+  j = report_json(r);
+  const nlohmann::ordered_json& unreported = j["coverage"]["optional_fields"]["param.same_as_previous"];
+  EXPECT_EQ(unreported["status"], "untested");
+  EXPECT_EQ(unreported["not_reported"], 40);
+  EXPECT_NE(unreported["why_untested"].get<std::string>().find("does not report it"), std::string::npos);
+  std::string md = report_markdown(r);
+  EXPECT_NE(md.find("| `param.same_as_previous` (SEM-1.6) | **untested** | 0 | 40 | the implementation does not report it"),
+            std::string::npos) << md;
+
+  r.coverage->optional_fields["param.same_as_previous"] = OptionalFieldCount{30, 0, 10};
+  j = report_json(r);
+  EXPECT_EQ(j["coverage"]["optional_fields"]["param.same_as_previous"]["status"], "partly untested");
+  EXPECT_NE(j["coverage"]["optional_fields"]["param.same_as_previous"]["why_untested"].get<std::string>().find(
+                "expected traces do not record it"),
+            std::string::npos);
+  r.coverage->optional_fields["param.same_as_previous"] = OptionalFieldCount{30, 0, 0};
+  md = report_markdown(r);
+  EXPECT_NE(md.find("| `param.same_as_previous` (SEM-1.6) | tested | 30 | 0 |  |"), std::string::npos) << md;
+}
+
 TEST(Report, DifferencesAProfileAcceptedLeaveAPassAPass) {
   LockstepResult result;
   result.passed = true;

@@ -6,6 +6,7 @@
 
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
+#include "conformance/program/optional_fields.h"
 
 namespace lockstep {
 namespace {
@@ -73,6 +74,13 @@ Capabilities capabilities_from_hello(const json& hello) {
                            (*c.zero_grad_default_none ? "none" : "zero") + "\"}, which is not that version's default: "
                            "the comparison follows the declared default, named case sem12-zero-grad-default-by-version "
                            "the version's");
+  }
+  // Optional trace fields the driver reports (optional_fields.h); an announced one is required in its answers.
+  if (auto o = hello.find("observes"); o != hello.end() && !o->is_null()) {
+    c.observes = string_set(*o, base + "/observes");
+    for (const std::string& n : c.observes)
+      if (!is_optional_field(n))
+        c.warnings.push_back("the driver observes '" + n + "', not an optional trace field this lockstep knows (ignored)");
   }
   auto s = hello.find("supports");
   if (s == hello.end() || s->is_null()) return c;

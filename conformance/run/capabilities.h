@@ -11,7 +11,8 @@
 //               "dtypes": ["float32"],
 //               "ops": ["add", "mul", "sum", "mean", "matmul"],
 //               "optimizers": {"sgd": ["lr", "momentum"], "adam": ["lr", "betas", "eps"]},
-//               "features": ["retain_graph", "hold_grad", "zero_grad"]}}
+//               "features": ["retain_graph", "hold_grad", "zero_grad"]},
+//             "observes": ["param.same_as_previous"]}     optional: optional trace fields it reports
 //
 // A driver without a hello, or a hello without "supports", supports everything (drivers written before the
 // handshake keep working). Listed, an option or feature is supported; not listed (among the names
@@ -44,6 +45,8 @@ struct Capabilities {
   bool declared_supports = false;              // "supports" was given
   std::optional<std::set<std::string>> dtypes, ops, features;  // unset: all
   std::optional<std::map<std::string, std::set<std::string>>> optimizers;  // name -> options honoured
+  // "observes": the optional trace fields (optional_fields.h) the driver reports; required in its answers.
+  std::set<std::string> observes;
   std::vector<std::string> warnings;           // names lockstep does not know
   nlohmann::ordered_json hello;                // as announced (null for an old driver or an in-process engine)
 };

@@ -185,6 +185,17 @@ TEST(Capabilities, UnknownOptionNamesAreWarnings) {
   EXPECT_NE(all.find("momentum"), std::string::npos) << "adam has no option momentum; warnings:\n" << all;
 }
 
+// "observes": the optional trace fields the driver reports (optional_fields.h); left out, none; a name this
+// lockstep does not know is a warning (a newer driver may report more).
+TEST(Capabilities, ObservesNamesOptionalFields) {
+  EXPECT_TRUE(capabilities_from_hello(json::parse(R"({"name": "old"})")).observes.empty());
+  const Capabilities c =
+      capabilities_from_hello(json::parse(R"({"name": "d", "observes": ["param.same_as_previous", "param.version"]})"));
+  EXPECT_EQ(c.observes, (std::set<std::string>{"param.same_as_previous", "param.version"}));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("param.version"), std::string::npos) << c.warnings[0];
+}
+
 TEST(Capabilities, WrongTypesNameThePointer) {
   struct Bad {
     const char* hello;
@@ -207,6 +218,8 @@ TEST(Capabilities, WrongTypesNameThePointer) {
       {R"({"supports": {"optimizers": ["sgd"]}})", "/hello/supports/optimizers"},
       {R"({"supports": {"optimizers": {"sgd": "lr"}}})", "/hello/supports/optimizers/sgd"},
       {R"({"supports": {"optimizers": {"adam": ["lr", 1]}}})", "/hello/supports/optimizers/adam/1"},
+      {R"({"observes": "param.same_as_previous"})", "/hello/observes"},
+      {R"({"observes": [true]})", "/hello/observes/0"},
   };
   for (const Bad& b : bad) {
     try {

@@ -39,7 +39,8 @@ inline void check_group_index(int group, size_t groups) {
 }
 
 // `Tensor` is the engine's tensor handle (copies alias); `Identity` what the engine keeps of the grad seen at the
-// previous observe() to tell same_as_previous (SEM-1.1), kept alive so that its address cannot be reused.
+// previous observe() to tell grad.same_as_previous (SEM-1.1), kept alive so that its address cannot be reused.
+// A parameter's previous tensor is kept for its same_as_previous (optional_fields.h).
 template <class Tensor, class Identity>
 class EngineTables {
  public:
@@ -47,12 +48,13 @@ class EngineTables {
     std::string name;
     Tensor tensor;
     Identity previous_grad{};
+    Tensor previous_tensor;  // the parameter at the previous observe() (the tensor created, before the first)
   };
 
   void add_param(const std::string& name, Tensor tensor) {
     if (index_.count(name)) throw EngineError(error_kind::kOther, "parameter '" + name + "' is declared twice");
     index_[name] = params_.size();
-    params_.push_back({name, std::move(tensor), Identity{}});
+    params_.push_back({name, tensor, Identity{}, tensor});
   }
 
   Tensor& tensor_of(const std::string& name) {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "conformance/program/json_reader.h"
+#include "conformance/program/optional_fields.h"
 #include "conformance/program/trace_json.h"
 
 extern char** environ;
@@ -453,7 +454,15 @@ std::string driver_request_line(const std::string& id, const nlohmann::ordered_j
   return request.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-DriverOutcome parse_driver_answer(const std::string& line, const std::string& id) {
+std::set<std::string> announced_fields(const nlohmann::ordered_json& hello) {
+  std::set<std::string> out;
+  if (!hello.is_object() || !hello.contains("observes") || !hello.at("observes").is_array()) return out;
+  for (const auto& name : hello.at("observes"))
+    if (name.is_string()) out.insert(name.get<std::string>());
+  return out;
+}
+
+DriverOutcome parse_driver_answer(const std::string& line, const std::string& id, const std::set<std::string>& observes) {
   DriverOutcome out;
   auto garbage = [&](const std::string& pointer, const std::string& message) {
     out.kind = DriverOutcome::Kind::Failure;
@@ -495,6 +504,12 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
     } catch (const JsonError& e) {
       return garbage(json_pointer_append("", "trace") + e.pointer(), e.message());
     }
+    for (const std::string& field : observes) {
+      if (!is_optional_field(field)) continue;
+      if (const std::optional<std::string> where = first_missing(out.trace, field))
+        return garbage("/trace" + *where, "no \"" + field.substr(field.find('.') + 1) + "\", which the hello announces (\"observes\": \"" +
+                                              field + "\"); a driver reports an announced field in every record");
+    }
     out.kind = DriverOutcome::Kind::Trace;
     return out;
   } catch (const JsonError& e) {
@@ -507,7 +522,7 @@ DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
   DriverReply reply = driver.request(driver_request_line(id, program_json));
   DriverOutcome out;
   if (reply.status == DriverReply::Status::Line) {
-    out = parse_driver_answer(reply.line, id);
+    out = parse_driver_answer(reply.line, id, announced_fields(driver.hello()));
     if (out.kind == DriverOutcome::Kind::Failure) driver.kill();  // it may be out of step
   } else {
     out.kind = DriverOutcome::Kind::Failure;

@@ -55,6 +55,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -189,11 +190,19 @@ struct DriverOutcome {
 };
 
 // Reads an answer line for request `id` (no I/O). A malformed answer gives a Failure with category
-// "garbage" naming the JSON pointer of the problem; an answer for another id, category "wrong_id".
-DriverOutcome parse_driver_answer(const std::string& line, const std::string& id);
+// "garbage" naming the JSON pointer of the problem; an answer for another id, category "wrong_id". A trace
+// that lacks an optional field the hello announces (`observes`, optional_fields.h) is garbage too, naming
+// the first observation without it.
+DriverOutcome parse_driver_answer(const std::string& line, const std::string& id,
+                                  const std::set<std::string>& observes = {});
 
-// Sends the program, reads the answer, parses it. After any failure the driver is killed, so the next
-// program starts with a fresh process (a driver out of step cannot answer for the wrong program).
+// The optional trace fields a hello announces ("observes"), as far as they are strings (capabilities.h
+// reports the wrong types).
+std::set<std::string> announced_fields(const nlohmann::ordered_json& hello);
+
+// Sends the program, reads the answer, parses it (with the fields the driver's hello announces). After any
+// failure the driver is killed, so the next program starts with a fresh process (a driver out of step cannot
+// answer for the wrong program).
 DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
                             const nlohmann::ordered_json& program_json);
 

@@ -376,6 +376,29 @@ TEST(DriverProtocol, ParsesATraceAnswer) {
   EXPECT_EQ(out.trace.records.size(), 2u);
 }
 
+// An optional field (optional_fields.h) the hello announces must be in every record; one that is not announced
+// may be left out.
+TEST(DriverProtocol, AnnouncedOptionalFieldIsRequired) {
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  Trace t = run_program(p, *engine);
+  ASSERT_TRUE(t.records.back().state.params[0].same_as_previous.has_value()) << "impl reports every optional field";
+  t.records.back().state.params[0].same_as_previous.reset();
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(t);
+  EXPECT_EQ(parse_driver_answer(answer.dump(), "c").kind, DriverOutcome::Kind::Trace) << "not announced: fine";
+  const std::set<std::string> announced = {"param.same_as_previous"};
+  DriverOutcome out = parse_driver_answer(answer.dump(), "c", announced);
+  ASSERT_EQ(out.kind, DriverOutcome::Kind::Failure);
+  EXPECT_EQ(out.failure_category, "garbage");
+  const std::string where = "/trace/records/" + std::to_string(t.records.size() - 1) + "/params/" + t.records.back().state.params[0].name;
+  EXPECT_NE(out.failure.find(where), std::string::npos) << out.failure;
+  EXPECT_NE(out.failure.find("which the hello announces"), std::string::npos) << out.failure;
+  EXPECT_EQ(announced_fields(nlohmann::ordered_json::parse(R"({"observes": ["param.same_as_previous", 3]})")), announced);
+  EXPECT_TRUE(announced_fields(nlohmann::ordered_json::parse(R"({"name": "old"})")).empty());
+}
+
 TEST(DriverProtocol, ParsesUnsupported) {
   DriverOutcome out = parse_driver_answer(R"({"id": "c", "unsupported": "amsgrad"})", "c");
   ASSERT_EQ(out.kind, DriverOutcome::Kind::Unsupported);

@@ -117,6 +117,7 @@ class Run {
 
   LockstepResult finish(const TraceComparison& comparison) {
     result_.masked = comparison.masked();
+    result_.optional_fields = comparison.optional_fields();
     return std::move(result_);
   }
   std::string oracle_who() const { return fmt::format("oracle ({})", result_.oracle_engine); }

@@ -74,6 +74,7 @@ struct LockstepResult {
   size_t actions_run = 0;                // actions performed on both engines
   std::vector<GrowthRow> growth;         // free-running only: one row per record compared
   std::vector<MaskedDifference> masked;  // differences the case's expectations accepted (expectations.h)
+  OptionalFieldCounts optional_fields;   // optional trace fields compared / untested (optional_fields.h)
 
   // One line: "action 3 (step): w → exp_avg_sq[1,2]: expected 0.5, actual 0.50000006 (4 ulp of 0.5 (float32))".
   std::string failure_summary() const;

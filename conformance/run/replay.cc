@@ -143,7 +143,10 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
     struct KeepMasked {  // the masked differences go with the result, however the comparison ends
       ReplayCaseResult& r;
       const TraceComparison& c;
-      void operator()() const { r.masked = c.masked(); }
+      void operator()() const {
+        r.masked = c.masked();
+        r.optional_fields = c.optional_fields();
+      }
     } keep_masked{result, comparison};
     ErrorStats stats;
     std::vector<Difference> d = comparison.compare_init(expected.init, actual.init, &stats);

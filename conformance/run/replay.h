@@ -81,6 +81,7 @@ struct ReplayCaseResult {
   std::string failed_action_name;
   std::vector<Difference> differences;   // every difference of that record
   std::vector<MaskedDifference> masked;  // differences an expectation accepted (the comparison went on)
+  OptionalFieldCounts optional_fields;   // optional trace fields compared / untested (optional_fields.h)
   // Skipped: the feature the driver does not support.
   std::string skipped_feature;
   // Matched expected-failure entry (ExpectedFailure / UnexpectedPass).

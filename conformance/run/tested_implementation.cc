@@ -23,6 +23,7 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
   TraceComparison comparison(program, tolerance, mask);
   auto done = [&]() -> LockstepResult {
     r.masked = comparison.masked();
+    r.optional_fields = comparison.optional_fields();
     return std::move(r);
   };
   auto record = [&](std::optional<size_t> index, const std::string& action, std::vector<Difference> d,

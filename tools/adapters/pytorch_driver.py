@@ -179,6 +179,7 @@ class PythonEngine:
         self.params = {}          # name -> tensor
         self.order = []           # names in program order
         self.previous_grad = {}   # name -> grad seen at the previous observe (kept alive)
+        self.previous_param = {}  # name -> the parameter seen at the previous observe
         self.handles = []         # [name, tensor or None]
         self.optimizer = None
         self.kind = None
@@ -190,6 +191,7 @@ class PythonEngine:
         self.params[spec["name"]] = t
         self.order.append(spec["name"])
         self.previous_grad[spec["name"]] = None
+        self.previous_param[spec["name"]] = t      # param.same_as_previous: the tensor created, at init
 
     def check_fields(self, kind, options, where):
         foreign = [k for k in options if k not in FIELDS[kind]]
@@ -341,6 +343,9 @@ class PythonEngine:
         for name in self.order:
             p = self.params[name]
             obs = full_tensor(p)
+            # Optional field (PROTOCOL.md 4a): the optimizer updates the parameter in place (SEM-1.6).
+            obs["same_as_previous"] = same_tensor(p, self.previous_param[name])
+            self.previous_param[name] = p
             grad = p.grad
             if grad is None:
                 g = {"defined": False}
@@ -435,7 +440,8 @@ def hello():
     h = {"name": "pytorch-python" + ("" if (MODE, DEVICE) == ("single", "cpu") else "[%s,%s]" % (MODE, DEVICE)),
          "version": torch.__version__, "protocol": 1, "language": "python",
          "api_profile": "pytorch-python-foreach" if MODE == "foreach" else "pytorch-python",
-         "pytorch_version": torch.__version__}
+         "pytorch_version": torch.__version__,
+         "observes": ["param.same_as_previous"]}  # optional trace fields it reports (PROTOCOL.md 4a)
     if MODE == "fused":  # only the optimizers with a fused path; everything else as always
         h["supports"] = {"optimizers": {k: FIELDS[k] for k, f in FUSED.items() if f}}
     return h

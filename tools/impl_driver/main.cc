@@ -20,13 +20,15 @@
 // declared, not enforced); --zero-grad-default none|zero makes zero_grad() with no argument set grads to none
 // (PyTorch >= 2.0) or zero them (1.x, impl's own default), and declares it with a matching "pytorch_version"
 // ("2.0" / "1.13") unless --hello gives one (SEMANTICS §12.1). The hello always declares the default
-// ("defaults": {"zero_grad": ...}), so the driver is held to what it does against a LibTorch 2.x oracle too.
+// ("defaults": {"zero_grad": ...}), so the driver is held to what it does against a LibTorch 2.x oracle too,
+// and every optional trace field it reports ("observes", conformance/program/optional_fields.h).
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "conformance/program/optional_fields.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/run/zero_grad_default.h"
@@ -112,6 +114,10 @@ int main(int argc, char** argv) {
         // which is "none" with LibTorch 2.x); the version only when chosen.
         if (declare_default) answer["hello"]["pytorch_version"] = default_none ? "2.0" : "1.13";
         answer["hello"]["defaults"] = {{"zero_grad", default_none ? "none" : "zero"}};
+        // Its traces are impl engine's, which reports every optional field (optional_fields.h).
+        nlohmann::ordered_json observes = nlohmann::ordered_json::array();
+        for (const OptionalField& f : optional_fields()) observes.push_back(f.name);
+        answer["hello"]["observes"] = std::move(observes);
         for (const auto& [key, value] : hello_extra.items()) answer["hello"][key] = value;
         std::cout << answer.dump() << "\n" << std::flush;
         continue;

@@ -111,6 +111,31 @@ class ActionMutant : public ImplEngine {
     }
   }
 
+  // StepRebindsParameter: the step as impl's, then every parameter it updated (a defined grad, in a group) is
+  // replaced by a new leaf holding its values and its grad, in the model and in the optimizer's groups: the
+  // functional update of a port (p = p - lr * d). impl keys state by the tensor, so the rebound parameter
+  // also loses its state (SEM-1.6).
+  void step() override {
+    ImplEngine::step();
+    if (m_ != Mutant::StepRebindsParameter) return;
+    impl::Optimizer* o = optimizer();
+    for (impl::Tensor p : parameters()) {
+      bool in_group = false;
+      for (const impl::ParamGroup& g : o->param_groups())
+        for (const impl::Tensor& q : g.params) in_group = in_group || q.is_same(p);
+      if (!in_group || !p.grad().defined()) continue;
+      impl::Tensor fresh = impl::Tensor::zeros(p.dtype(), p.shape());
+      fresh.copy_values_from(p);
+      fresh.set_requires_grad(true);
+      fresh.set_grad(p.grad());
+      for (impl::ParamGroup& g : o->param_groups())
+        for (impl::Tensor& q : g.params)
+          if (q.is_same(p)) q = fresh;
+      for (const std::string& name : parameter_names())
+        if (tensor_of(name).is_same(p)) tensor_of(name) = fresh;
+    }
+  }
+
   // TiedParamCountedOnce: a parameter used more than once in one loss contributes through its first use only
   // (later uses read its values, detached) (SEM-2.6).
   void forward(const Expr& loss, bool no_grad) override {
@@ -168,6 +193,7 @@ std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_
     case Mutant::UnusedParamGradZero:
     case Mutant::RetainGraphIgnored:
     case Mutant::GroupOptionsInheritDefaults:
+    case Mutant::StepRebindsParameter:
       return std::make_unique<ActionMutant>(m, zero_grad_default_none);
     default:
       return nullptr;

@@ -63,6 +63,10 @@ const std::vector<MutantInfo>& mutant_catalogue() {
       {Mutant::StepModifiesGrad, "step_modifies_grad",
        "step() writes its direction into p.grad (SGD: d after weight decay and momentum; Adam: g with L2)",
        "SEM-5.3"},
+      {Mutant::StepRebindsParameter, "step_rebinds_parameter",
+       "step() writes each updated parameter into a new tensor and rebinds the model and the optimizer to it "
+       "(p = p - lr * d): the values are right, the parameter is no longer the same tensor",
+       "SEM-1.6"},
       {Mutant::SgdDampeningFirstStep, "sgd_dampening_first_step",
        "SGD's first momentum buffer is (1 - dampening) * d instead of a copy of d", "SEM-5.3"},
       {Mutant::SgdWeightDecayAfterMomentum, "sgd_weight_decay_after_momentum",

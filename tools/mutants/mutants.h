@@ -43,6 +43,7 @@ enum class Mutant : uint8_t {
   // every optimizer's step (SEM-4.3, SEM-5.3)
   StepUndefinedGradAsZero,
   StepModifiesGrad,
+  StepRebindsParameter,
   // SGD (SEM-5.3, SEM-5.4)
   SgdDampeningFirstStep,
   SgdWeightDecayAfterMomentum,

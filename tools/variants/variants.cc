@@ -145,8 +145,12 @@ class VariantEngine : public Engine {
 
   EngineState observe() override {
     EngineState s = look();
-    for (ParamObservation& p : s.params) p.grad.same_as_previous = unchanged_[p.name];
+    for (ParamObservation& p : s.params) {
+      p.grad.same_as_previous = unchanged_[p.name];
+      p.same_as_previous = param_unchanged_.count(p.name) ? param_unchanged_[p.name] : p.same_as_previous;
+    }
     unchanged_.clear();
+    param_unchanged_.clear();
     return s;
   }
 
@@ -159,6 +163,8 @@ class VariantEngine : public Engine {
     for (const ParamObservation& p : s.params) {
       auto it = unchanged_.emplace(p.name, true).first;
       it->second = it->second && p.grad.same_as_previous;
+      auto pt = param_unchanged_.emplace(p.name, true).first;
+      pt->second = pt->second && p.same_as_previous.value_or(true);
     }
     return s;
   }
@@ -190,6 +196,7 @@ class VariantEngine : public Engine {
   OptimizerKind kind_ = OptimizerKind::SGD;
   // Per parameter: its grad kept its identity at every observation since the last observe().
   std::map<std::string, bool> unchanged_;
+  std::map<std::string, bool> param_unchanged_;  // the parameter's identity, folded the same way
 };
 
 // ---------------------------------------------------------------------------------------------------------
