@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program.h"
 #include "conformance/program/trace.h"
 #include "oracle/torch_bench.h"
@@ -240,6 +241,29 @@ TEST(TorchEngine, Sem1_6_StepKeepsTheParameterTensor) {
       engine->step();
       const ParamObservation p = find_param(engine->observe(), "x");
       EXPECT_EQ(p.same_as_previous, std::optional<bool>(true)) << optimizer_name(kind);
+    }
+  }
+}
+
+// The descriptions' flags hold on the oracle (optimizer_descriptions.h): state from construction, step counts,
+// the state tensors of a first step with the options' defaults.
+TEST(TorchEngine, DescriptionsMatchTheOracle) {
+  for (const OptimizerDescription& d : optimizer_descriptions()) {
+    auto engine = engine_with({vec3()});
+    OptimizerOptions o;
+    o.lr = 0.1;
+    engine->make_optimizer({d.kind, o, {{{"x"}, std::nullopt}}});
+    EXPECT_EQ(find_param(engine->observe(), "x").state.exists, d.state_from_construction) << d.name;
+    engine->forward(*sum(mul(x(), x())), false);
+    engine->backward({});
+    engine->step();
+    const OptimizerStateObservation s = find_param(engine->observe(), "x").state;
+    EXPECT_EQ(s.step.has_value(), d.counts_steps) << d.name;
+    if (d.counts_steps) EXPECT_EQ(*s.step, 1) << d.name;
+    for (const StateTensorDescription& t : all_state_tensors()) {
+      bool own = false;
+      for (const StateTensorDescription& mine : d.state) own = own || std::string(mine.name) == t.name;
+      if (!own) EXPECT_FALSE((s.*t.field).has_value()) << d.name << " has " << t.name;
     }
   }
 }

@@ -107,13 +107,13 @@ void print_result(const ReplayCaseResult& r, bool verbose) {
   if (!label) return;
   fmt::print("  {}  {}", label, r.id);
   if (r.status != ReplayStatus::Passed) {
-    fmt::print(": {}", r.summary());
+    fmt::print(": {}", printable_utf8(r.summary()));
     if (!r.failure_category.empty() && r.failure_category != "mismatch") fmt::print(" [{}]", r.failure_category);
   }
   fmt::print("\n");
   if (r.status == ReplayStatus::Failed && !r.stderr_excerpt.empty()) {
     std::string s = r.stderr_excerpt.substr(0, 1000);
-    fmt::print("        driver stderr: {}\n", s);
+    fmt::print("        driver stderr: {}\n", printable_utf8(s));
   }
 }
 

@@ -196,7 +196,7 @@ int command_run(const RunArgs& args) {
       named.add(r.status);
       if (r.status != CaseStatus::Passed)
         fmt::print("  {}  {}: {}\n", r.status == CaseStatus::Failed ? "FAIL " : "known", c.id,
-                   r.known_reason.empty() ? r.result.failure_summary() : r.known_reason);
+                   printable_utf8(r.known_reason.empty() ? r.result.failure_summary() : r.known_reason));
       report.cases.push_back(std::move(r));
     }
   }
@@ -259,10 +259,10 @@ int command_run(const RunArgs& args) {
         }
         progress.clear();
         fmt::print("  FAIL   {}: {}\n         shrunk to {} in {} steps; reproduce: {}\n", id,
-                   r.result.failure_summary(), describe(program_size(*r.program)), stats.steps,
-                   r.reproduce_command);
+                   printable_utf8(r.result.failure_summary()), describe(program_size(*r.program)), stats.steps,
+                   printable_utf8(r.reproduce_command));
         if (!r.result.driver_stderr.empty())
-          fmt::print("         driver stderr: {}\n", r.result.driver_stderr.substr(0, 1000));
+          fmt::print("         driver stderr: {}\n", printable_utf8(r.result.driver_stderr.substr(0, 1000)));
       } else if (r.status == CaseStatus::Known) {
         r.program = program;
       } else {

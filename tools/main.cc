@@ -164,8 +164,11 @@ int main(int argc, char** argv) {
   bool features_json = false;
   CLI::App* features = app.add_subcommand(
       "features", "List the feature names a driver's hello, --features, --exclude-features and profiles use "
-                  "(SEMANTICS §13), and the optional trace fields its \"observes\" may name (category observes)");
+                  "(SEMANTICS §13); --optional-fields: the optional trace fields its \"observes\" may name");
   features->add_flag("--json", features_json, "As a JSON array of {name, category, meaning}");
+  bool features_optional_fields = false;
+  features->add_flag("--optional-fields", features_optional_fields,
+                     "List the optional trace fields a hello's \"observes\" may name instead (fixtures/PROTOCOL.md 4a)");
 
   try {
     app.parse(argc, argv);
@@ -186,11 +189,13 @@ int main(int argc, char** argv) {
     if (*features) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const lockstep::FeatureInfo& f : lockstep::all_features()) {
+        if (features_optional_fields) break;
         if (features_json) list.push_back({{"name", f.name}, {"category", f.category}, {"meaning", f.meaning}});
         else std::cout << f.category << "\t" << f.name << "\t" << f.meaning << "\n";
       }
       // The optional trace fields a hello's "observes" names (conformance/program/optional_fields.h).
       for (const lockstep::OptionalField& f : lockstep::optional_fields()) {
+        if (!features_optional_fields) break;
         const std::string meaning = std::string(f.what) + " (" + f.semantics + ")";
         if (features_json) list.push_back({{"name", f.name}, {"category", "observes"}, {"meaning", meaning}});
         else std::cout << "observes\t" << f.name << "\t" << meaning << "\n";

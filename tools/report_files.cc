@@ -20,9 +20,10 @@ std::string shell_quote(const std::string& s) {
 void write_reports(const std::string& dir, const RunReport& report, const std::string& stem) {
   if (dir.empty()) return;
   std::filesystem::create_directories(dir);
-  write_file_atomically(dir + "/" + stem + ".md", report_markdown(report));
-  write_file_atomically(dir + "/" + stem + ".json", report_json_text(report));
-  write_file_atomically(dir + "/" + stem + ".xml", report_junit(report));
+  // One set: the three files of a run appear together or not at all (atomic_file.h).
+  write_files_atomically({{dir + "/" + stem + ".md", report_markdown(report)},
+                          {dir + "/" + stem + ".json", report_json_text(report)},
+                          {dir + "/" + stem + ".xml", report_junit(report)}});
   fmt::print("reports: {0}/{1}.md, {0}/{1}.json, {0}/{1}.xml\n", dir, stem);
 }
 

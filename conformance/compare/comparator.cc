@@ -287,7 +287,7 @@ class Comparer {
     if (first_group) return s;  // not in any group
     OptimizerKind kind = ctx_.optimizer.value_or(p.state.exp_avg ? OptimizerKind::Adam : OptimizerKind::SGD);
     const OptimizerDescription& description = describe(kind);
-    const double l2 = kind == OptimizerKind::AdamW ? 0 : wd;  // AdamW decays p directly (SEM-6.4)
+    const double l2 = description.decoupled_weight_decay ? 0 : wd;  // AdamW decays p directly (SEM-6.4)
     const size_t n = g.size();
     s.gradient.resize(n);
     s.gradient_sq.resize(n);
@@ -374,8 +374,8 @@ class Comparer {
     if (e && a && *e != *a) structure(path, bool_text(*e), bool_text(*a));
     if (!ctx_.optional_fields) return;
     OptionalFieldCount& c = (*ctx_.optional_fields)[field];
-    if (!e) ++c.not_expected;
-    else if (!a) ++c.not_reported;
+    if (!a) ++c.not_reported;  // the implementation's absence first: it is what a driver author must see
+    else if (!e) ++c.not_expected;
     else ++c.compared;
   }
 
@@ -487,7 +487,7 @@ class Comparer {
       if (!e_.state.handle(a.name)) structure("handle " + a.name, "missing", "present");
   }
 
-  void compare_option(const std::string& prefix, const char* field, const std::optional<double>& e,
+  void compare_option(const std::string& prefix, const std::string& field, const std::optional<double>& e,
                       const std::optional<double>& a) {
     // Options are set, not computed: compared exactly (bitwise equal values, NaN equal to NaN).
     const bool same = e.has_value() == a.has_value() &&
@@ -495,7 +495,7 @@ class Comparer {
     if (!same) structure(prefix + field, optional_number_text(e), optional_number_text(a));
   }
 
-  void compare_option(const std::string& prefix, const char* field, const std::optional<bool>& e,
+  void compare_option(const std::string& prefix, const std::string& field, const std::optional<bool>& e,
                       const std::optional<bool>& a) {
     if (e != a) structure(prefix + field, e ? bool_text(*e) : "unset", a ? bool_text(*a) : "unset");
   }
@@ -511,23 +511,28 @@ class Comparer {
                   fmt::format("[{}]", fmt::join(ag[i].params, ", ")));
       const OptimizerOptions& e = eg[i].options;
       const OptimizerOptions& a = ag[i].options;
-      compare_option(prefix, "lr", e.lr, a.lr);
-      compare_option(prefix, "momentum", e.momentum, a.momentum);
-      compare_option(prefix, "dampening", e.dampening, a.dampening);
-      compare_option(prefix, "nesterov", e.nesterov, a.nesterov);
-      compare_option(prefix, "weight_decay", e.weight_decay, a.weight_decay);
-      auto beta = [](const std::optional<std::pair<double, double>>& b, int i) -> std::optional<double> {
-        if (!b) return std::nullopt;
-        return i == 0 ? b->first : b->second;
-      };
-      if (e.betas.has_value() != a.betas.has_value()) {
-        structure(prefix + "betas", e.betas ? "set" : "unset", a.betas ? "set" : "unset");
-      } else {
-        compare_option(prefix, "betas[0]", beta(e.betas, 0), beta(a.betas, 0));
-        compare_option(prefix, "betas[1]", beta(e.betas, 1), beta(a.betas, 1));
+      // Every option of every optimizer (optimizer_descriptions.h): an option of another kind is unset on both.
+      for (const std::string& name : all_option_names()) {
+        const OptionDescription& d = any_option(name);
+        if (d.number) {
+          compare_option(prefix, d.name, e.*d.number, a.*d.number);
+        } else if (d.flag) {
+          compare_option(prefix, d.name, e.*d.flag, a.*d.flag);
+        } else {
+          const std::optional<std::pair<double, double>>& ep = e.*d.pair;
+          const std::optional<std::pair<double, double>>& ap = a.*d.pair;
+          auto part = [](const std::optional<std::pair<double, double>>& b, int k) -> std::optional<double> {
+            if (!b) return std::nullopt;
+            return k == 0 ? b->first : b->second;
+          };
+          if (ep.has_value() != ap.has_value()) {
+            structure(prefix + d.name, ep ? "set" : "unset", ap ? "set" : "unset");
+          } else {
+            compare_option(prefix, (std::string(d.name) + "[0]").c_str(), part(ep, 0), part(ap, 0));
+            compare_option(prefix, (std::string(d.name) + "[1]").c_str(), part(ep, 1), part(ap, 1));
+          }
+        }
       }
-      compare_option(prefix, "eps", e.eps, a.eps);
-      compare_option(prefix, "amsgrad", e.amsgrad, a.amsgrad);
     }
   }
 

@@ -1,6 +1,8 @@
 // Tests of the comparator (SEMANTICS §8, §9): every structural field exactly, numbers within ULP bounds.
 #include "conformance/compare/comparator.h"
 
+#include "conformance/program/optimizer_descriptions.h"
+
 #include <cmath>
 #include <limits>
 
@@ -100,11 +102,34 @@ TEST(Sem8Comparator, EveryStructuralFieldIsComparedExactly) {
   changed([](Record& a) { a.state.groups[0].options.betas = std::make_pair(0.9, 0.99); }, "group 0 → betas[1]");
   changed([](Record& a) { a.state.groups[0].options.amsgrad = true; }, "group 0 → amsgrad");
   changed([](Record& a) { a.state.groups[0].options.momentum = 0.0; }, "group 0 → momentum");
+  // RMSprop's and Adagrad's options too (a group's initial_accumulator_value changes no number, SEM-15.2).
+  changed([](Record& a) { a.state.groups[0].options.alpha = 0.9; }, "group 0 → alpha");
+  changed([](Record& a) { a.state.groups[0].options.centered = false; }, "group 0 → centered");
+  changed([](Record& a) { a.state.groups[0].options.lr_decay = 0.5; }, "group 0 → lr_decay");
+  changed([](Record& a) { a.state.groups[0].options.initial_accumulator_value = 0.25; },
+          "group 0 → initial_accumulator_value");
   changed([](Record& a) { a.state.groups.clear(); }, "groups.count");
   changed([](Record& a) { a.state.output.reset(); }, "output");
   changed([](Record& a) { a.state.output->requires_grad = false; }, "output → requires_grad");
   changed([](Record& a) { a.state.output->has_grad_fn = false; }, "output → has_grad_fn");
   changed([](Record& a) { a.state.output->value.shape = {1}; }, "output → value.shape");
+}
+
+// Every option of every optimizer's description is compared (optimizer_descriptions.h), whatever the kind.
+TEST(Sem8Comparator, EveryDescribedOptionIsCompared) {
+  for (const std::string& name : all_option_names()) {
+    Record e = rich_record();
+    e.state.groups[0].options = OptimizerOptions{};
+    const OptionDescription& d = any_option(name);
+    set_default(d, e.state.groups[0].options);
+    Record a = e;
+    if (d.number) a.state.groups[0].options.*d.number = *(e.state.groups[0].options.*d.number) + 1;
+    else if (d.flag) a.state.groups[0].options.*d.flag = !*(e.state.groups[0].options.*d.flag);
+    else a.state.groups[0].options.*d.pair = std::make_pair(0.5, 0.25);
+    const std::vector<Difference> diff = compare(e, a);
+    ASSERT_FALSE(diff.empty()) << name;
+    EXPECT_EQ(diff.front().path.rfind("group 0 → " + name, 0), 0u) << name << ": " << diff.front().path;
+  }
 }
 
 // An optional field (optional_fields.h): compared where both sides report it, counted untested where one does not,

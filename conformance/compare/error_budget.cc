@@ -261,7 +261,7 @@ std::map<std::string, Shadow> run_step(OptimizerKind kind, const Record& before,
       } else if (kind == OptimizerKind::SGD) {
         sgd_step(s, o);
       } else {
-        adam_step(s, o, kind == OptimizerKind::AdamW);
+        adam_step(s, o, describe(kind).decoupled_weight_decay);
       }
       raise_peak(s);
     }
@@ -287,7 +287,7 @@ std::optional<std::vector<double>> parameter_from_observed(OptimizerKind kind, c
   const TensorValue* v = o.amsgrad ? (after.state.max_exp_avg_sq ? &*after.state.max_exp_avg_sq : nullptr)
                                    : (after.state.exp_avg_sq ? &*after.state.exp_avg_sq : nullptr);
   if (!after.state.exp_avg || !v || !after.state.step) return std::nullopt;
-  if (kind == OptimizerKind::AdamW && o.weight_decay != 0)
+  if (describe(kind).decoupled_weight_decay && o.weight_decay != 0)
     for (double& x : s.p) x *= 1 - o.lr * o.weight_decay;
   adam_update(s.p, after.state.exp_avg->data, v->data, o, *after.state.step);
   return s.p;

@@ -281,6 +281,20 @@ TEST(Shrink, EveryShrinkIsValid) {
 }
 
 // A predicate that always fails shrinks any program to an empty one.
+// RMSprop's alpha 0 (unstable_values, SEM-14.3) is never a shrink candidate; other simpler alphas are.
+TEST(Shrink, NeverTriesAnUnstableOptionValue) {
+  OptimizerOptions o;
+  o.alpha = 0.9;
+  o.centered = true;
+  bool simpler_alpha = false;
+  for (const OptimizerOptions& c : simpler_options(o)) {
+    if (!c.alpha) continue;
+    EXPECT_NE(*c.alpha, 0.0) << "alpha 0 tried";
+    simpler_alpha = simpler_alpha || *c.alpha != 0.9;
+  }
+  EXPECT_TRUE(simpler_alpha) << "no simpler alpha at all";
+}
+
 TEST(Shrink, AlwaysFailingShrinksToNothing) {
   GenOptions options;
   options.max_size = 100;

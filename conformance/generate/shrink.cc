@@ -250,10 +250,12 @@ std::vector<OptimizerOptions> simpler_options(const OptimizerOptions& o) {
   auto simplify = [&](const OptionDescription& d) {
     if (d.type != OptionType::Number || !(o.*d.number).has_value()) return;
     const std::vector<double> simpler = simpler_numbers(*(o.*d.number), false);
-    for (size_t k = 0; k < simpler.size() && k < 3; ++k) {
+    for (size_t k = 0, tried = 0; k < simpler.size() && tried < 3; ++k) {
+      if (std::find(d.unstable_values.begin(), d.unstable_values.end(), simpler[k]) != d.unstable_values.end()) continue;
       OptimizerOptions c = o;
       c.*d.number = simpler[k];
       out.push_back(c);
+      ++tried;
     }
   };
   simplify(lr);

@@ -525,11 +525,13 @@ const std::vector<CoverageTable>& coverage_tables() {
     std::vector<std::string> action_columns(kActionRows.begin() + 1, kActionRows.end());
     t.push_back(make_table("actions", "programs with the action (column) right after the action (row)", kActionRows,
                            action_columns, nullptr));
+    std::vector<std::string> optimizers;  // one row per optimizer (optimizer_descriptions.h)
+    for (const OptimizerDescription& d : optimizer_descriptions()) optimizers.push_back(d.name);
     t.push_back(make_table("options", "programs whose optimizer (row) was given an option of the class (column): "
-                           "defaults, groups, set_options, added groups", {"sgd", "adam", "adamw"}, kOptionColumns,
+                           "defaults, groups, set_options, added groups", optimizers, kOptionColumns,
                            option_applies));
     t.push_back(make_table("groups", "programs whose optimizer (row) has the group structure (column)",
-                           {"sgd", "adam", "adamw"}, kGroupColumns, nullptr));
+                           optimizers, kGroupColumns, nullptr));
     t.push_back(make_table("situations", "programs (by the first parameter's dtype) with the situation (column)",
                            {"float32", "float64"}, kSituationColumns, nullptr));
     return t;

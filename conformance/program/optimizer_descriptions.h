@@ -47,6 +47,9 @@ struct OptionDescription {
   std::vector<std::pair<double, double>> pair_values;
   std::vector<double> invalid_values;
   std::vector<std::pair<double, double>> invalid_pair_values;
+  // Valid values whose results hang on the last bit of a rounding (RMSprop's alpha 0, SEM-14.3): the generator
+  // does not pick them and the shrinker does not try them (a shrunk failure must not drift into one).
+  std::vector<double> unstable_values;
 };
 
 // A state tensor. Its name is the trace's JSON key, the tolerance quantity's name and the comparator's field.
@@ -80,7 +83,7 @@ struct OptimizerDescription {
   const char* name = "";       // "rmsprop"
   const char* semantics = "";  // "SEM-14"
   std::vector<OptionDescription> options;  // lr first
-  bool counts_steps = false;               // state.step
+  bool counts_steps = false;               // state.step (TorchEngine.DescriptionsMatchTheOracle checks the flags)
   std::vector<StateTensorDescription> state;
   bool state_from_construction = false;    // Adagrad: every parameter given to the constructor has state
   bool decoupled_weight_decay = false;     // AdamW: weight decay scales p; there is no L2 term in g

@@ -106,13 +106,14 @@ OptimizerDescription rmsprop_description() {
   d.name = "rmsprop";
   d.semantics = "SEM-14";
   d.options = {number_option("lr", &OptimizerOptions::lr, 1e-2, {0.01, 0.001, 0.1, 0.5, 0.05}, {-0.01}),
-               // alpha 0 is left out: centered, it makes the denominator sqrt(g^2 - g^2), the rounding error of
+               // alpha 0 is left out (unstable_values): centered, it makes the denominator sqrt(g^2 - g^2), the rounding error of
                // g^2, whose sign (NaN or not) any legitimate difference in rounding flips (SEM-14.3)
                number_option("alpha", &OptimizerOptions::alpha, 0.99, {0.9, 0.5, 0.1, 0.999, 1.0}, {-0.1}),
                number_option("eps", &OptimizerOptions::eps, 1e-8, {1e-6, 1e-3, 0.0}, {-1e-8}),
                number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.01, 0.1}, {-0.1}),
                number_option("momentum", &OptimizerOptions::momentum, 0, {0.9, 0.5, 0.0}, {-0.5}),
                flag_option("centered", &OptimizerOptions::centered, false)};
+  d.options[1].unstable_values = {0.0};
   d.counts_steps = true;
   d.state = {{"square_avg", &OptimizerStateObservation::square_avg},
              {"momentum_buffer", &OptimizerStateObservation::momentum_buffer},

@@ -7,9 +7,10 @@
 // many observations were compared and how many went untested and why. The fields of protocol 1 stay
 // required. In-process engines (impl, LibTorch) report every field.
 //
-// Adding one: a line in optional_fields() below, an std::optional member in trace.h, its JSON in
-// trace_json.cc, its comparison in comparator.cc, first_missing() below, the engines' observe(), SEMANTICS §8
-// and PROTOCOL.md section 4a.
+// Adding one: a line in optional_fields() (optional_fields.cc), an std::optional member in trace.h, its JSON in
+// trace_json.cc, its comparison in comparator.cc, the engines' observe(), SEMANTICS §8 and PROTOCOL.md 4a.
+// A driver newer than this lockstep may announce and report a field it does not know: the field is dropped from
+// its answers before they are read (external_driver.h) and the hello gets a warning.
 //
 // Example:
 //   if (!is_optional_field("param.same_as_previous")) ...
@@ -29,11 +30,16 @@ namespace lockstep {
 struct OptionalField {
   const char* name;       // "param.same_as_previous": the hello's "observes" names it
   const char* semantics;  // "SEM-1.6"
-  const char* what;       // one line for reports and `lockstep features`
+  const char* what;       // one line for reports and `lockstep features --optional-fields`
+  // Where it lives and whether an observation there reports it. Fields are per parameter for now (the name's
+  // "param." prefix; the JSON key is the rest), read from each record's params.
+  bool (*reported)(const ParamObservation&);
 };
 
 const std::vector<OptionalField>& optional_fields();
 bool is_optional_field(const std::string& name);
+// The JSON key of a parameter field: "param.same_as_previous" -> "same_as_previous"; "" for another name.
+std::string param_field_key(const std::string& name);
 
 // The JSON pointer (into the trace's JSON form) of the first observation of `trace` that lacks the optional
 // field `name`; nullopt when every observation has it.

@@ -278,5 +278,18 @@ TEST(TraceJson, OptionalParamIdentity) {
   EXPECT_EQ(first_missing(trace_from_json(bad), "param.same_as_previous"), std::nullopt);
 }
 
+// Every optional field is enforced by first_missing (a field added without its presence test would be announced
+// and never required): an observation without any field is missing each.
+TEST(TraceJson, EveryOptionalFieldCanBeMissing) {
+  Trace t;
+  ParamObservation w;
+  w.name = "w";
+  t.init.state.params = {w};
+  for (const OptionalField& f : optional_fields()) {
+    EXPECT_EQ(first_missing(t, f.name), std::optional<std::string>("/init/params/w")) << f.name;
+    EXPECT_FALSE(param_field_key(f.name).empty()) << f.name << ": only parameter fields are read so far";
+  }
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -1,7 +1,9 @@
-// Atomic file writing: temporary file in the same directory, fsync, rename (see atomic_file.h).
+// Atomic file writing: temporary files in the same directory, fsync, rename (see atomic_file.h).
 #include "conformance/report/atomic_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,9 +21,8 @@ namespace {
   throw std::runtime_error("cannot write " + path + ": " + what + ": " + std::strerror(error));
 }
 
-}  // namespace
-
-void write_file_atomically(const std::string& path, const std::string& contents) {
+// Writes `contents` to a new temporary file beside `path`, flushed to disk; returns its name.
+std::string write_temporary(const std::string& path, const std::string& contents) {
   if (path.empty()) throw std::runtime_error("cannot write a file with an empty path");
   // "dir/.name.tmp-XXXXXX": same directory as the destination, so rename() is atomic.
   const size_t slash = path.rfind('/');
@@ -60,10 +61,51 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     ::unlink(temp_name.c_str());
     fail(path, "close failed", error);
   }
-  if (::rename(temp_name.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp_name.c_str());
-    fail(path, "rename failed", error);
+  return temp_name;
+}
+
+// Holds back the signals that end a run from a terminal or a CI runner while it lives; they are delivered
+// when it ends (the default action then ends the process with the set complete).
+class HeldSignals {
+ public:
+  HeldSignals() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&held, s);
+    pthread_sigmask(SIG_BLOCK, &held, &previous_);
+  }
+  ~HeldSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  HeldSignals(const HeldSignals&) = delete;
+  HeldSignals& operator=(const HeldSignals&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  write_files_atomically({{path, contents}});
+}
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  HeldSignals held;
+  std::vector<std::string> temps;
+  auto remove_temps = [&](size_t from) {
+    for (size_t i = from; i < temps.size(); ++i) ::unlink(temps[i].c_str());
+  };
+  try {
+    for (const auto& [path, contents] : files) temps.push_back(write_temporary(path, contents));
+  } catch (...) {
+    remove_temps(0);
+    throw;
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+      const int error = errno;
+      remove_temps(i);
+      fail(files[i].first, "rename failed", error);
+    }
   }
 }
 

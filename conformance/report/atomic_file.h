@@ -10,9 +10,18 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace lockstep {
 
 void write_file_atomically(const std::string& path, const std::string& contents);
+
+// Writes several files as one set (a run's reports): every file goes to its temporary file first; only when all
+// are written are they renamed into place, one after the other. SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE are
+// held back from the first temporary file to the last rename, so an interrupted run leaves the old set or the
+// new one and no temporary file (only SIGKILL between two rename calls can split a set). On an error nothing is
+// renamed if a write failed, every temporary file is removed, and the message names the file.
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace lockstep

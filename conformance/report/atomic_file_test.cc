@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -81,6 +82,33 @@ TEST(AtomicFile, ErrorsNameThePathAndLeaveNothing) {
   EXPECT_THROW(write_file_atomically("", "x"), std::runtime_error);
   rmdir((subdir + "/child").c_str());
   rmdir(subdir.c_str());
+  rmdir(dir.c_str());
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// A set of files (a run's reports) is replaced together or not at all: a write that fails for the last file
+// leaves the old first and second files in place and no temporary file (issue 14: one by one, a failure left a
+// new .md beside an old .json).
+TEST(AtomicFile, ASetIsReplacedTogetherOrNotAtAll) {
+  const std::string dir = fresh_directory();
+  write_files_atomically({{dir + "/r.md", "old md"}, {dir + "/r.json", "old json"}});
+  EXPECT_THROW(write_files_atomically({{dir + "/r.md", "new md"},
+                                       {dir + "/r.json", "new json"},
+                                       {dir + "/missing/r.xml", "new xml"}}),
+               std::runtime_error);
+  EXPECT_EQ(sorted(entries(dir)), (std::vector<std::string>{"r.json", "r.md"}));
+  EXPECT_EQ(read(dir + "/r.md"), "old md");
+  EXPECT_EQ(read(dir + "/r.json"), "old json");
+  write_files_atomically({{dir + "/r.md", "new md"}, {dir + "/r.json", "new json"}});
+  EXPECT_EQ(read(dir + "/r.md"), "new md");
+  EXPECT_EQ(read(dir + "/r.json"), "new json");
+  EXPECT_EQ(sorted(entries(dir)), (std::vector<std::string>{"r.json", "r.md"}));
+  unlink((dir + "/r.md").c_str());
+  unlink((dir + "/r.json").c_str());
   rmdir(dir.c_str());
 }
 

@@ -185,9 +185,27 @@ class ReportReader {
     return strings_from_json(h->at("emulated"), "/coverage/implementation/emulated");
   }
 
+  // Optional trace fields (optional_fields.h) the implementation did not report in some observation: untested.
+  std::vector<std::string> unreported_fields() const {
+    std::vector<std::string> out;
+    if (!doc_.contains("coverage") || !doc_.at("coverage").is_object() ||
+        !doc_.at("coverage").contains("optional_fields"))
+      return out;  // a report written before optional fields
+    const std::string p = "/coverage/optional_fields";
+    const Json& fields = member(doc_.at("coverage"), "/coverage", "optional_fields", Json::value_t::object);
+    for (const auto& [name, counts] : fields.items()) {
+      const std::string fp = json_pointer_append(p, name);
+      if (member(counts, fp, "not_reported", Json::value_t::number_float).get<double>() > 0) out.push_back(name);
+    }
+    return out;
+  }
+
   void read_into(MatrixImplementation& impl) const {
     for (const std::string& e : emulated())
       if (std::find(impl.emulated.begin(), impl.emulated.end(), e) == impl.emulated.end()) impl.emulated.push_back(e);
+    for (const std::string& f : unreported_fields())
+      if (std::find(impl.untested_fields.begin(), impl.untested_fields.end(), f) == impl.untested_fields.end())
+        impl.untested_fields.push_back(f);
     const Json& cases = member(doc_, "", "cases", Json::value_t::array);
     for (size_t i = 0; i < cases.size(); ++i) {
       const std::string p = json_pointer_append(std::string("/cases"), i);
@@ -380,6 +398,11 @@ std::string conformance_matrix_markdown(const ConformanceMatrix& m) {
       for (const std::string& e : impl.emulated) out += "- " + markdown_cell(e) + "\n";
       out += "\n";
     }
+    if (!impl.untested_fields.empty()) {
+      out += "Optional trace fields it does not report (untested, PROTOCOL.md 4a):";
+      for (const std::string& f : impl.untested_fields) out += " `" + markdown_cell(f) + "`";
+      out += "\n\n";
+    }
     size_t failing = 0;
     for (const MatrixCase& c : impl.cases) {
       if (c.outcome != MatrixOutcome::Failed) continue;
@@ -441,6 +464,11 @@ std::string conformance_matrix_html(const ConformanceMatrix& m, size_t max_plots
       out += "<p>Emulated by the adapter (these cases test the adapter, not the framework):</p>\n<ul>";
       for (const std::string& e : impl.emulated) out += "<li>" + xml_escape(e) + "</li>";
       out += "</ul>\n";
+    }
+    if (!impl.untested_fields.empty()) {
+      out += "<p>Optional trace fields it does not report (untested, PROTOCOL.md 4a):";
+      for (const std::string& f : impl.untested_fields) out += " <code>" + xml_escape(f) + "</code>";
+      out += "</p>\n";
     }
     size_t failing = 0, plotted = 0;
     for (const MatrixCase& c : impl.cases) {

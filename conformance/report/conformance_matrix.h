@@ -57,6 +57,8 @@ struct MatrixImplementation {
   // What the driver's adapter emulates where the framework has no counterpart (the hello's optional "emulated"
   // strings, PROTOCOL.md section 2a): cases of those features test the adapter, not the framework.
   std::vector<std::string> emulated;
+  // Optional trace fields (optional_fields.h) its reports count as not reported: untested for it.
+  std::vector<std::string> untested_fields;
   std::vector<MatrixCase> cases;
   std::map<std::string, AreaCounts> by_area;  // area -> counts
   AreaCounts total;                       // every case once

@@ -64,6 +64,7 @@ RunReport driver_run() {
   coverage.implementation = {{"name", "tiny<js>"}, {"version", "0.1"}, {"protocol", 1},
                              {"emulated", {".grad slots", "no_grad"}}};
   coverage.left_out_cases.push_back({"tut000-adam-defaults", "no float64", {"adam"}});
+  coverage.optional_fields["param.same_as_previous"] = OptionalFieldCount{0, 12, 0};  // a driver without it
   report.coverage = coverage;
 
   CaseReport pass;
@@ -117,6 +118,9 @@ TEST(ConformanceMatrix, CountsPerAreaFromTheReportWritersOwnJson) {
   EXPECT_EQ(impl.by_area.at("adam").unsupported, 1);
   EXPECT_EQ(impl.by_area.at("adamw").unsupported, 1);
   EXPECT_EQ(impl.by_area.count("groups"), 0u);
+  EXPECT_EQ(impl.untested_fields, (std::vector<std::string>{"param.same_as_previous"}));
+  EXPECT_NE(conformance_matrix_markdown(m).find("does not report (untested, PROTOCOL.md 4a): `param.same_as_previous`"),
+            std::string::npos);
 }
 
 TEST(ConformanceMatrix, UlpSeriesStopsAtTheFailingActionAndTakesItsWorstDifference) {

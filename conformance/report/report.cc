@@ -80,7 +80,8 @@ std::string failure_location(const LockstepResult& r) {
 
 namespace {
 
-std::string xml_sanitise(const std::string& text, bool attribute) {
+// `escape`: XML (entities); else only the sanitising: invalid UTF-8 and control bytes but \n and \t -> U+FFFD.
+std::string sanitise(const std::string& text, bool attribute, bool escape = true) {
   static const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
   std::string out;
   out.reserve(text.size());
@@ -89,6 +90,12 @@ std::string xml_sanitise(const std::string& text, bool attribute) {
   size_t i = 0;
   while (i < n) {
     const unsigned char c = s[i];
+    if (c < 0x80 && !escape) {
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) out += kReplacement;  // no terminal control sequences
+      else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
     if (c < 0x80) {
       switch (c) {
         case '&': out += "&amp;"; break;
@@ -172,8 +179,9 @@ void readable_json_into(const nlohmann::ordered_json& j, int indent, std::string
 
 }  // namespace
 
-std::string xml_escape(const std::string& text) { return xml_sanitise(text, true); }
-std::string xml_text(const std::string& text) { return xml_sanitise(text, false); }
+std::string xml_escape(const std::string& text) { return sanitise(text, true); }
+std::string xml_text(const std::string& text) { return sanitise(text, false); }
+std::string printable_utf8(const std::string& text) { return sanitise(text, false, false); }
 
 std::string readable_json(const nlohmann::ordered_json& j) {
   std::string out;

@@ -124,7 +124,10 @@ std::string report_junit(const RunReport& report, const ReportOptions& options =
 // Pieces shared by the writers.
 std::string xml_escape(const std::string& text);  // &<>"' escaped; control bytes and invalid UTF-8 -> U+FFFD
                                                   // (attribute-safe: \n \r \t as character references)
-std::string xml_text(const std::string& text);    // element text: only & < > escaped; \n \t kept; same sanitising
+std::string xml_text(const std::string& text);
+// Text from a driver made safe for a terminal and a Markdown file: invalid UTF-8 and control bytes other than
+// \n and \t become U+FFFD (a driver's bytes never reach stdout or a report unescaped).
+std::string printable_utf8(const std::string& text);    // element text: only & < > escaped; \n \t kept; same sanitising
 // JSON indented by two spaces, except that arrays holding no object or array stay on one line
 // ("shape": [2, 3]): a program stays readable in a pull-request comment.
 std::string readable_json(const nlohmann::ordered_json& j);

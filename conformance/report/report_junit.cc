@@ -58,6 +58,11 @@ std::string report_junit(const RunReport& report, const ReportOptions& options) 
   property("seed", std::to_string(report.seed));
   property("count", std::to_string(report.count));
   property("max_size", std::to_string(report.max_size));
+  // Optional trace fields (optional_fields.h) that went untested: a CI page shows them beside the counts.
+  if (report.coverage)
+    for (const auto& [field, n] : report.coverage->optional_fields)
+      if (n.not_reported + n.not_expected > 0)
+        property("untested_field", field + ": " + optional_field_why(n));
   out += "    </properties>\n";
 
   const std::string classname = xml_escape(fmt::format("lockstep.{}", report.under_test_engine));

@@ -300,7 +300,7 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
     if (omitted > 0) out += fmt::format("\n…and {} more cases (see the JSON report).\n", omitted);
     out += "\n";
   }
-  return out;
+  return printable_utf8(out);  // a driver's bytes (stderr, messages) sanitised as a whole
 }
 
 }  // namespace lockstep

@@ -263,6 +263,20 @@ TEST(Report, JUnitEscapesHostileText) {
   EXPECT_EQ(xml_escape("<&>\"'"), "&lt;&amp;&gt;&quot;&apos;");
 }
 
+// A driver's bytes (its stderr, its messages) reach the Markdown report sanitised: invalid UTF-8 and terminal
+// control bytes become U+FFFD, newlines, tabs and valid UTF-8 stay (issue 14: they were written unescaped).
+TEST(Report, MarkdownSanitisesDriverBytes) {
+  RunReport r = sample_report();
+  r.cases[1].result.driver_stderr = "ok\x1b[2Jcleared\xff\xfe tab\there \xc3\xa9\n";
+  r.cases[1].result.engine_failure = "bad \xc0\xaf overlong";
+  const std::string md = report_markdown(r);
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  EXPECT_EQ(md.find('\xff'), std::string::npos);
+  EXPECT_EQ(md.find("\xc0\xaf"), std::string::npos);
+  EXPECT_NE(md.find("ok\xEF\xBF\xBD[2Jcleared\xEF\xBF\xBD\xEF\xBF\xBD tab\there \xc3\xa9"), std::string::npos) << md;
+  EXPECT_EQ(printable_utf8("a\rb\x7f"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+}
+
 TEST(Report, IdenticalInputGivesByteIdenticalOutputWithoutDurations) {
   RunReport a = sample_report();
   RunReport b = sample_report();
@@ -391,6 +405,8 @@ TEST(Report, CoverageListsOptionalFieldsTestedOrUntested) {
   std::string md = report_markdown(r);
   EXPECT_NE(md.find("| `param.same_as_previous` (SEM-1.6) | **untested** | 0 | 40 | the implementation does not report it"),
             std::string::npos) << md;
+  EXPECT_NE(report_junit(r).find("<property name=\"untested_field\" value=\"param.same_as_previous: the implementation"),
+            std::string::npos) << report_junit(r);
 
   r.coverage->optional_fields["param.same_as_previous"] = OptionalFieldCount{30, 0, 10};
   j = report_json(r);

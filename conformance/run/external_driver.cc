@@ -499,8 +499,25 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
       if (out.feature.empty()) return garbage("/unsupported", "the feature name is empty");
       return out;
     }
+    // A field a newer driver announces and this lockstep does not know (optional_fields.h): dropped unread.
+    nlohmann::ordered_json known_only;
+    for (const std::string& field : observes) {
+      const std::string key = param_field_key(field);
+      if (is_optional_field(field) || key.empty()) continue;
+      if (known_only.is_null()) known_only = *trace;
+      auto drop = [&](nlohmann::ordered_json& record) {
+        if (!record.is_object() || !record.contains("params") || !record["params"].is_object()) return;
+        for (auto it = record["params"].begin(); it != record["params"].end(); ++it)
+          if (it->is_object()) it->erase(key);
+      };
+      if (known_only.is_object()) {
+        if (known_only.contains("init")) drop(known_only["init"]);
+        if (known_only.contains("records") && known_only["records"].is_array())
+          for (auto& record : known_only["records"]) drop(record);
+      }
+    }
     try {
-      out.trace = trace_from_json(*trace);
+      out.trace = trace_from_json(known_only.is_null() ? *trace : known_only);
     } catch (const JsonError& e) {
       return garbage(json_pointer_append("", "trace") + e.pointer(), e.message());
     }

@@ -399,6 +399,23 @@ TEST(DriverProtocol, AnnouncedOptionalFieldIsRequired) {
   EXPECT_TRUE(announced_fields(nlohmann::ordered_json::parse(R"({"name": "old"})")).empty());
 }
 
+// A driver newer than this lockstep announces and reports a field it does not know: the field is dropped unread,
+// the answer is a trace (capabilities warn about the name).
+TEST(DriverProtocol, UnknownAnnouncedFieldIsDroppedNotGarbage) {
+  Program p = small_program();
+  auto engine = make_impl_engine();
+  nlohmann::ordered_json answer;
+  answer["id"] = "c";
+  answer["trace"] = trace_to_json(run_program(p, *engine));
+  for (auto it = answer["trace"]["init"]["params"].begin(); it != answer["trace"]["init"]["params"].end(); ++it)
+    (*it)["version"] = 3;
+  EXPECT_EQ(parse_driver_answer(answer.dump(), "c").kind, DriverOutcome::Kind::Failure) << "not announced: unknown key";
+  const DriverOutcome out =
+      parse_driver_answer(answer.dump(), "c", {"param.same_as_previous", "param.version"});
+  ASSERT_EQ(out.kind, DriverOutcome::Kind::Trace) << out.failure;
+  EXPECT_TRUE(out.trace.init.state.params[0].same_as_previous.has_value());
+}
+
 TEST(DriverProtocol, ParsesUnsupported) {
   DriverOutcome out = parse_driver_answer(R"({"id": "c", "unsupported": "amsgrad"})", "c");
   ASSERT_EQ(out.kind, DriverOutcome::Kind::Unsupported);

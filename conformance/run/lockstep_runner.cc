@@ -100,7 +100,7 @@ class Run {
       const std::string phase = fmt::format("action {} ({})", i, name);
       if (!guard(oracle_who(), phase, [&] { expected = oracle_runner.run_action(i); }, i, name) ||
           !guard(test_who(), phase, [&] { actual = test_runner.run_action(i); }, i, name))
-        return std::move(result_);
+        return finish(comparison);
       result_.actions_run = i + 1;
       if (!compare(comparison, expected, actual, i)) return finish(comparison);
     }

@@ -140,7 +140,7 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
     // The same record-by-record comparison as a live run without re-synchronisation (trace_comparison.h):
     // every value judged where it is produced, with the error budget its inputs carry.
     TraceComparison comparison(program, tolerance, mask);
-    struct KeepMasked {  // the masked differences go with the result, however the comparison ends
+    struct KeepMasked {  // the masked differences and field counts go with the result: called before each return
       ReplayCaseResult& r;
       const TraceComparison& c;
       void operator()() const {
@@ -159,9 +159,11 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
       return fail("mismatch", "");
     }
     for (size_t i = 0; i < program.actions.size(); ++i) {
-      if (i >= actual.records.size())
+      if (i >= actual.records.size()) {
+        keep_masked();
         return fail("trace_shape", fmt::format("the trace has {} records for a program of {} actions",
                                                actual.records.size(), program.actions.size()));
+      }
       stats = ErrorStats{};
       d = comparison.compare_action(i, expected.records[i], actual.records[i], &stats);
       result.growth.push_back(GrowthRow{i, action_name(program.actions[i].kind), stats});

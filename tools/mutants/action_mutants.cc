@@ -133,6 +133,7 @@ class ActionMutant : public ImplEngine {
           if (q.is_same(p)) q = fresh;
       for (const std::string& name : parameter_names())
         if (tensor_of(name).is_same(p)) tensor_of(name) = fresh;
+      retired_.push_back(p);  // kept alive: impl keys state by address, a reused one must not find old state
     }
   }
 
@@ -176,6 +177,7 @@ class ActionMutant : public ImplEngine {
   Mutant m_;
   std::map<std::string, int> uses_;  // TiedParamCountedOnce: uses of each parameter in this forward
   OptimizerOptions defaults_;        // GroupOptionsInheritDefaults
+  std::vector<impl::Tensor> retired_;  // StepRebindsParameter: the parameters replaced so far
 };
 
 }  // namespace

@@ -119,11 +119,11 @@ void adam_mutant_pass(Mutant mutant, T* p, T* grad, T* exp_avg, T* exp_avg_sq, T
     T param = p[i];
     if (decoupled && !decay_after) param = param * decay_factor;
     T g = grad[i];
-    if (l2) g = g + l2_weight_decay * param;
+    if (l2) g = std::fma(l2_weight_decay, param, g);  // fused, as impl/adam.cc's adam_pass
     if (mutant == Mutant::StepModifiesGrad) grad[i] = g;
-    T m = exp_avg[i] * beta1 + one_minus_beta1 * g;
+    T m = std::fma(one_minus_beta1, g, exp_avg[i] * beta1);
     exp_avg[i] = m;
-    T v = exp_avg_sq[i] * beta2 + (one_minus_beta2 * g) * g;
+    T v = std::fma(one_minus_beta2 * g, g, exp_avg_sq[i] * beta2);
     exp_avg_sq[i] = v;
     T second = v;
     bool corrected = false;  // `second` already divided by bc2
