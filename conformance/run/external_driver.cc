@@ -96,6 +96,7 @@ void ExternalDriver::close_fds() {
   close_fd(stdout_fd_);
   close_fd(stderr_fd_);
   stdout_buffer_.clear();
+  stdout_scanned_ = 0;
 }
 
 void ExternalDriver::kill() {
@@ -161,6 +162,7 @@ bool ExternalDriver::spawn(std::string& error) {
   set_nonblocking(stdout_fd_);
   set_nonblocking(stderr_fd_);
   stdout_buffer_.clear();
+  stdout_scanned_ = 0;
   ++starts_;
   answered_ = 0;
   written_ = 0;
@@ -212,12 +214,15 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
 
   while (true) {
     // An answer already buffered (the driver may have written ahead).
-    size_t nl = stdout_buffer_.find('\n');
+    // Only the bytes not searched yet: a long line arriving in chunks costs linear time, not quadratic.
+    size_t nl = stdout_buffer_.find('\n', stdout_scanned_);
     if (nl != std::string::npos) {
       x.line = stdout_buffer_.substr(0, nl);
       stdout_buffer_.erase(0, nl + 1);
+      stdout_scanned_ = 0;
       return finish(DriverReply::Status::Line, "");
     }
+    stdout_scanned_ = stdout_buffer_.size();
     if (stdout_buffer_.size() > options_.max_answer_bytes)
       return finish(DriverReply::Status::LineTooLong,
                     fmt::format("the driver wrote an answer line longer than {} bytes", options_.max_answer_bytes));

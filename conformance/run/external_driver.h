@@ -158,6 +158,7 @@ class ExternalDriver {
   pid_t pid_ = -1;
   int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
   std::string stdout_buffer_;  // bytes read past the last answer line
+  size_t stdout_scanned_ = 0;  // its first bytes known to hold no newline
   int starts_ = 0;
   int answered_ = 0;  // answers from the current process
   size_t written_ = 0;  // bytes written to the current process's stdin
