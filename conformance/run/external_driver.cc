@@ -425,6 +425,13 @@ DriverReply ExternalDriver::request(const std::string& line) {
     return reply;
   };
   while (true) {
+    // A driver that closed its stdin after its last answer cannot read this request: it is replaced before the
+    // request is sent, so the program is not charged with the previous one's fault (issue 14: it waited out
+    // its whole timeout).
+    if (pid_ > 0 && stdin_fd_ >= 0) {
+      pollfd in{stdin_fd_, POLLOUT, 0};
+      if (::poll(&in, 1, 0) == 1 && (in.revents & POLLERR)) kill();
+    }
     if (!ensure_started()) return failed();
     const auto t0 = Clock::now();
     Exchange x = exchange(line + "\n", t0 + options_.timeout, options_.timeout);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -147,6 +148,22 @@ TEST(ExternalDriver, EndlessLineIsCutOff) {
   ExternalDriver d(with_hello("read l; tr '\\0' a < /dev/zero"), o);
   DriverReply r = d.request("a");
   EXPECT_EQ(r.status, Status::LineTooLong);
+}
+
+// Issue 14: a driver that closes its stdin after an answer (and lives on) made the next program wait out its whole
+// timeout; it is replaced before the next request, which a fresh process answers.
+TEST(ExternalDriver, StdinClosedAfterAnAnswerIsNotChargedToTheNextProgram) {
+  ExternalDriver d(with_hello("read l; echo one; exec 0<&-; sleep 30"), quick(3000ms));
+  DriverReply a = d.request("a");
+  ASSERT_EQ(a.status, Status::Line) << a.detail;
+  EXPECT_EQ(a.line, "one");
+  std::this_thread::sleep_for(200ms);  // it closes stdin after answering
+  const auto t0 = std::chrono::steady_clock::now();
+  DriverReply b = d.request("b");
+  EXPECT_EQ(b.status, Status::Line) << b.detail;
+  EXPECT_EQ(b.line, "one");  // a fresh process
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms);
+  EXPECT_EQ(d.starts(), 2);
 }
 
 // Issue 14: a long line without a newline was rescanned from its start after every read (quadratic: 300 MB cost
