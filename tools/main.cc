@@ -188,17 +188,16 @@ int main(int argc, char** argv) {
     if (*generate) return command_fixtures_generate(generate_args);
     if (*features) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
-      for (const lockstep::FeatureInfo& f : lockstep::all_features()) {
-        if (features_optional_fields) break;
-        if (features_json) list.push_back({{"name", f.name}, {"category", f.category}, {"meaning", f.meaning}});
-        else std::cout << f.category << "\t" << f.name << "\t" << f.meaning << "\n";
-      }
-      // The optional trace fields a hello's "observes" names (conformance/program/optional_fields.h).
-      for (const lockstep::OptionalField& f : lockstep::optional_fields()) {
-        if (!features_optional_fields) break;
-        const std::string meaning = std::string(f.what) + " (" + f.semantics + ")";
-        if (features_json) list.push_back({{"name", f.name}, {"category", "observes"}, {"meaning", meaning}});
-        else std::cout << "observes\t" << f.name << "\t" << meaning << "\n";
+      auto add = [&](const std::string& category, const std::string& name, const std::string& meaning) {
+        if (features_json) list.push_back({{"name", name}, {"category", category}, {"meaning", meaning}});
+        else std::cout << category << "\t" << name << "\t" << meaning << "\n";
+      };
+      if (features_optional_fields) {
+        // The optional trace fields a hello's "observes" names (conformance/program/optional_fields.h).
+        for (const lockstep::OptionalField& f : lockstep::optional_fields())
+          add("observes", f.name, std::string(f.what) + " (" + f.semantics + ")");
+      } else {
+        for (const lockstep::FeatureInfo& f : lockstep::all_features()) add(f.category, f.name, f.meaning);
       }
       if (features_json) std::cout << list.dump(2) << "\n";
       return kExitOk;

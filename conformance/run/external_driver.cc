@@ -536,7 +536,7 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
     for (const std::string& field : observes) {
       if (!is_optional_field(field)) continue;
       if (const std::optional<std::string> where = first_missing(out.trace, field))
-        return garbage("/trace" + *where, "no \"" + field.substr(field.find('.') + 1) + "\", which the hello announces (\"observes\": \"" +
+        return garbage("/trace" + *where, "no \"" + param_field_key(field) + "\", which the hello announces (\"observes\": \"" +
                                               field + "\"); a driver reports an announced field in every record");
     }
     out.kind = DriverOutcome::Kind::Trace;
