@@ -212,7 +212,12 @@ struct ImplEngine::StateView {
 ImplEngine::ImplEngine(bool zero_grad_default_none, std::string name)
     : name_(std::move(name)), zero_grad_default_none_(zero_grad_default_none) {}
 
-ImplEngine::~ImplEngine() = default;
+// create_graph makes a parameter own its grad, whose graph owns the parameter again (SEM-3.3; PyTorch's
+// documentation of backward() warns of the same cycle and advises resetting .grad): the engine breaks it when it
+// ends, so that nothing of a program outlives its run.
+ImplEngine::~ImplEngine() {
+  for (auto& p : tables_.params()) p.tensor.reset_grad();
+}
 
 void ImplEngine::add_parameter(const ParamSpec& spec) {
   guarded([&] {

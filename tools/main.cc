@@ -1,4 +1,5 @@
 // lockstep: the command line. `lockstep --help` lists the subcommands; each has its own --help.
+#include <new>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -202,6 +203,12 @@ int main(int argc, char** argv) {
       if (features_json) std::cout << list.dump(2) << "\n";
       return kExitOk;
     }
+  } catch (const std::bad_alloc&) {
+    // The program limits keep every accepted input within bounded memory (README "Limits"); this is a machine
+    // with less than that, or a bug: said as such, never an abort.
+    std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\" "
+                 "gives the memory the limits allow)\n";
+    return kExitInputError;
   } catch (const std::exception& e) {
     std::cerr << "lockstep: " << e.what() << "\n";
     return kExitInputError;

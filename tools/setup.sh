@@ -3,7 +3,8 @@
 # configures and builds with the CMake presets, then runs the main job or the tests.
 #
 #   bash tools/setup.sh run [ARGS...]   # build, then `lockstep run ARGS...` (named cases + random programs)
-#   bash tools/setup.sh test            # build, then the whole test suite through ctest
+#   bash tools/setup.sh test            # build, then the whole test suite through ctest, then the sanitize build
+#                                       # (Clang, ASan+UBSan: unit tests, a short random run, short fuzzing)
 #   bash tools/setup.sh build           # build only
 #
 # As root, missing packages are installed with apt-get (after one `apt-get update`); otherwise the script
@@ -29,6 +30,7 @@ packages=(
   libexpat1-dev         # a real XML parser for the JUnit report test
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
+  clang libclang-rt-14-dev  # the sanitize build (ASan+UBSan, a second compiler) and libFuzzer (fuzz/)
 )
 
 missing=()
@@ -71,6 +73,16 @@ cmake --build --preset default
 
 case "$mode" in
   run) exec ./build/lockstep run "$@" ;;
-  test) exec ctest --preset default ;;
+  test)
+    ctest --preset default
+    # The sanitize build (issue 14): Clang with ASan+UBSan (leaks included) runs the unit tests and the replays,
+    # a short random run, and every reader's fuzz target for a few seconds from the shipped files.
+    cmake --preset sanitize
+    cmake --build --preset sanitize
+    ctest --preset sanitize
+    ./build-sanitize/lockstep run --engine impl --count 200 --seed 20261121 --max-size 40 \
+      --report-dir build-sanitize/reports
+    bash fuzz/run_fuzzers.sh build-sanitize build-sanitize/fuzz-work -max_total_time=8
+    ;;
   build) ;;
 esac

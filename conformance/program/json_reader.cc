@@ -55,7 +55,9 @@ struct ParseTracker {
     std::set<std::string> keys;
   };
   int max_depth;
+  int64_t max_values;
   std::vector<Frame> frames;
+  int64_t values = 0;
 
   std::string pointer() const {
     std::string p;
@@ -71,8 +73,15 @@ struct ParseTracker {
                                      " arrays/objects (the limit of this reader)");
     frames.push_back(Frame{is_object, "", 0, {}});
   }
+  // Called as each value starts (before the parser stores it): the tree never holds more than the limit.
+  void count_value() {
+    if (++values > max_values)
+      throw JsonError(pointer(), "more than " + std::to_string(max_values) +
+                                     " JSON values in one document (the limit of this reader)");
+  }
   bool on_event(nlohmann::detail::parse_event_t event, const ordered_json& parsed) {
     using E = nlohmann::detail::parse_event_t;
+    if (event == E::object_start || event == E::array_start || event == E::value) count_value();
     switch (event) {
       case E::object_start: open(true); break;
       case E::array_start: open(false); break;
@@ -82,6 +91,12 @@ struct ParseTracker {
         if (!f.keys.insert(key).second)
           throw JsonError(json_pointer_append(pointer_without_top_key(), key),
                           "key '" + key + "' appears more than once in this object");
+        // An ordered object finds a key by scanning the ones before it: keys per object are bounded so that
+        // reading stays near linear (no format of lockstep's has more than a few hundred).
+        if (static_cast<int64_t>(f.keys.size()) > kMaxJsonObjectKeys)
+          throw JsonError(json_pointer_append(pointer_without_top_key(), key),
+                          "more than " + std::to_string(kMaxJsonObjectKeys) +
+                              " keys in one object (the limit of this reader)");
         f.key = std::move(key);
         break;
       }
@@ -117,8 +132,8 @@ std::string strip_nlohmann_prefix(const std::string& what) {
 
 }  // namespace
 
-ordered_json parse_json_text(const std::string& text, int max_depth) {
-  ParseTracker tracker{max_depth, {}};
+ordered_json parse_json_text(const std::string& text, int max_depth, int64_t max_values) {
+  ParseTracker tracker{max_depth, max_values, {}};
   ordered_json::parser_callback_t callback = [&tracker](int, nlohmann::detail::parse_event_t event,
                                                         ordered_json& parsed) {
     return tracker.on_event(event, parsed);

@@ -39,10 +39,18 @@ std::string json_pointer_append(const std::string& pointer, size_t index);
 // "object", "array", "string", "number", "boolean", "null".
 const char* json_type_name(const nlohmann::ordered_json& j);
 
-// Parses JSON text strictly: invalid text, a key repeated within one object, or nesting deeper than
-// `max_depth` arrays/objects throw JsonError (the pointer of the repeated key or of the too-deep value; the
-// message of a syntax error holds its line and column). Never recurses on the input's nesting.
-nlohmann::ordered_json parse_json_text(const std::string& text, int max_depth);
+// The most values (numbers, strings, arrays, objects, ...) one document may hold: about 400 MB parsed at most
+// (48 bytes a value in an object, 16 in an array). A trace within ProgramLimits::max_observed_values holds at
+// most half of it.
+inline constexpr int64_t kMaxJsonValues = int64_t{1} << 23;
+// The most keys one object may hold (a trace's handles are the largest: within the limits, a few hundred).
+inline constexpr int64_t kMaxJsonObjectKeys = 1024;
+
+// Parses JSON text strictly: invalid text, a key repeated within one object, nesting deeper than `max_depth`
+// arrays/objects, more than kMaxJsonObjectKeys keys in an object or more than `max_values` values throw JsonError (the pointer of the repeated key, of the
+// too-deep value or of the value past the limit, found before it is stored; the message of a syntax error holds
+// its line and column). Never recurses on the input's nesting.
+nlohmann::ordered_json parse_json_text(const std::string& text, int max_depth, int64_t max_values = kMaxJsonValues);
 
 // Typed scalar readers (pointer = where `j` sits).
 std::string string_from_json(const nlohmann::ordered_json& j, const std::string& pointer);

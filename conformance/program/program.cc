@@ -2,6 +2,7 @@
 #include "conformance/program/program.h"
 
 #include "conformance/program/optimizer_descriptions.h"
+#include "conformance/program/program_cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -226,6 +227,12 @@ int64_t check_declared_shape(const Shape& shape, const std::string& path, const 
   return n;
 }
 
+void check_name_length(const std::string& name, const std::string& path, const ProgramLimits& limits) {
+  if (static_cast<int64_t>(name.size()) > limits.max_name_length)
+    throw ProgramError(path, "a name of " + std::to_string(name.size()) + " bytes exceeds the limit of " +
+                                 std::to_string(limits.max_name_length));
+}
+
 void check_result_size(const TypedShape& t, const std::string& path, const ProgramLimits& limits) {
   if (bounded_numel(t.shape, limits.max_elements_per_tensor) < 0)
     throw ProgramError(path, "result shape " + shape_string(t.shape) + " has more than the limit of " +
@@ -420,6 +427,7 @@ void validate(const Program& p, const ProgramLimits& limits) {
     const ParamSpec& ps = p.params[i];
     const std::string path = "/params/" + std::to_string(i);
     if (ps.name.empty()) throw ProgramError(path + "/name", "parameter name is empty");
+    check_name_length(ps.name, path + "/name", limits);
     if (!names.insert(ps.name).second)
       throw ProgramError(path + "/name", "duplicate parameter name '" + ps.name + "'");
     int64_t n = check_declared_shape(ps.shape, path + "/shape", limits);
@@ -478,6 +486,7 @@ void validate(const Program& p, const ProgramLimits& limits) {
           throw ProgramError(path + "/param", "unknown parameter '" + a.param + "'");
         if (a.kind == ActionKind::HoldGrad && a.handle.empty())
           throw ProgramError(path + "/handle", "hold_grad needs a non-empty handle name");
+        if (a.kind == ActionKind::HoldGrad) check_name_length(a.handle, path + "/handle", limits);
         break;
       case ActionKind::SetOptions:
         if (!p.optimizer) throw ProgramError(path, "set_options needs an optimizer; the program has none");
@@ -493,6 +502,9 @@ void validate(const Program& p, const ProgramLimits& limits) {
         break;
     }
   }
+
+  // What running it would take, as a whole (program_cost.h).
+  check_program_cost(p, limits);
 }
 
 }  // namespace lockstep

@@ -194,13 +194,20 @@ struct Program {
 // ---------------------------------------------------------------------------------------------------------
 // Static checks.
 
-// Limits on what a program may ask for; bigger is rejected, not attempted.
+// Limits on what a program may ask for; bigger is rejected before it runs, not attempted. Chosen so that any
+// program within them runs in bounded memory and time (issue 14); the memory each bounds was measured through
+// `lockstep run` and the impl driver (README "Limits", tools/check_limits.sh).
 struct ProgramLimits {
-  int64_t max_elements_per_tensor = 1 << 20;
+  int64_t max_elements_per_tensor = 1 << 20;  // 8 MiB of doubles per tensor
   int max_rank = 2;
-  int max_expr_depth = 64;
+  int max_expr_depth = 64;                    // recursion in every engine and reader
   int max_params = 256;
   int max_actions = 10000;
+  int max_name_length = 256;                  // parameter and handle names (a name is observed in every record)
+  // The whole trace, every record together (program_cost.h): bounds a trace's memory in every form it takes.
+  int64_t max_observed_values = int64_t{1} << 22;
+  // Element operations of the whole run (program_cost.h): bounds time and the tensors a run allocates.
+  int64_t max_arithmetic = int64_t{1} << 30;
 };
 
 // A program that is not well-formed. `path` is a JSON pointer into the program document

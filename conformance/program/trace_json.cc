@@ -30,11 +30,27 @@ ordered_json full_tensor_to_json(const TensorValue& v) {
   return out;
 }
 
+// A tensor's values fill its shape exactly (a driver's answer is read with this; the comparator may index by shape).
+void check_values_fill_shape(const TensorValue& v, const std::string& values_pointer) {
+  uint64_t n = 1;
+  for (int64_t d : v.shape) {
+    if (d < 0 || (d > 0 && n > (uint64_t{1} << 62) / static_cast<uint64_t>(d))) {
+      n = ~uint64_t{0};
+      break;
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  if (n != v.data.size())
+    throw JsonError(values_pointer, std::to_string(v.data.size()) + " values for shape " + shape_to_json(v.shape).dump() +
+                                        (n == ~uint64_t{0} ? " (too large)" : ", which holds " + std::to_string(n)));
+}
+
 TensorValue full_tensor_from_json(JsonObjectReader& r) {
   TensorValue v;
   v.dtype = dtype_from_json(r.required("dtype"), r.pointer("dtype"));
   v.shape = shape_from_json(r.required("shape"), r.pointer("shape"));
   v.data = values_from_json(r.required("values"), r.pointer("values"), v.dtype);
+  check_values_fill_shape(v, r.pointer("values"));
   return v;
 }
 
@@ -48,7 +64,11 @@ ordered_json state_tensor_to_json(const TensorValue& v, const TensorValue& param
 }
 
 TensorValue state_tensor_from_json(const ordered_json& j, const std::string& pointer, const TensorValue& param) {
-  if (j.is_array()) return {param.dtype, param.shape, values_from_json(j, pointer, param.dtype)};
+  if (j.is_array()) {
+    TensorValue v{param.dtype, param.shape, values_from_json(j, pointer, param.dtype)};
+    check_values_fill_shape(v, pointer);
+    return v;
+  }
   JsonObjectReader r(j, pointer, "a state tensor (an array of values, or an object with dtype, shape, values)");
   TensorValue v = full_tensor_from_json(r);
   r.finish(false);
@@ -80,6 +100,7 @@ GradObservation grad_from_json(const ordered_json& j, const std::string& pointer
     g.value.dtype = dt ? dtype_from_json(*dt, r.pointer("dtype")) : param.dtype;
     g.value.shape = sh ? shape_from_json(*sh, r.pointer("shape")) : param.shape;
     g.value.data = values_from_json(r.required("values"), r.pointer("values"), g.value.dtype);
+    check_values_fill_shape(g.value, r.pointer("values"));
     g.requires_grad = bool_from_json(r.required("requires_grad"), r.pointer("requires_grad"));
     g.has_grad_fn = bool_from_json(r.required("has_grad_fn"), r.pointer("has_grad_fn"));
     g.same_as_previous = bool_from_json(r.required("same_as_previous"), r.pointer("same_as_previous"));
@@ -174,6 +195,15 @@ void write_state(const EngineState& s, ordered_json& out) {
     out["output"] = std::move(j);
   }
 }
+
+}  // namespace
+
+const std::vector<std::string>& param_observation_keys() {
+  static const std::vector<std::string> keys = {"dtype", "shape", "values", "same_as_previous", "grad", "state"};
+  return keys;
+}
+
+namespace {
 
 // Reads the state fields through `r` (a record's or a state's reader); the caller finishes `r`.
 EngineState read_state(JsonObjectReader& r) {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,5 +45,8 @@ Trace trace_from_json(const nlohmann::ordered_json& j);
 Record record_from_json(const nlohmann::ordered_json& j, const std::string& pointer = "");
 // Reads an object with exactly the fields state_to_json writes.
 EngineState state_from_json(const nlohmann::ordered_json& j, const std::string& pointer = "");
+
+// Every key of a param observation this reader knows: protocol 1's and the optional fields' (optional_fields.h).
+const std::vector<std::string>& param_observation_keys();
 
 }  // namespace lockstep

@@ -216,6 +216,16 @@ TEST(TraceJson, StrictReadingNamesThePointer) {
        "/records/0/output/dtype", "unknown dtype"},
       {"state_tensor", [](ordered_json& j) { j["records"][0]["params"]["x"]["state"]["exp_avg"] = "x"; },
        "/records/0/params/x/state/exp_avg", "expected an object"},
+      // Values that do not fill their shape (issue 14, found by reading for the fuzz targets): read as they came.
+      {"grad_values_short", [](ordered_json& j) { j["records"][0]["params"]["x"]["grad"]["values"].erase(0); },
+       "/records/0/params/x/grad/values", "values for shape"},
+      {"param_values_long", [](ordered_json& j) { j["records"][0]["params"]["x"]["values"].push_back(1.0); },
+       "/records/0/params/x/values", "values for shape"},
+      {"state_values_short", [](ordered_json& j) { j["records"][0]["params"]["x"]["state"]["exp_avg"] = {1.0}; },
+       "/records/0/params/x/state/exp_avg", "values for shape"},
+      {"output_shape_overflow",
+       [](ordered_json& j) { j["records"][0]["output"]["shape"] = {int64_t{1} << 40, int64_t{1} << 40}; },
+       "/records/0/output/values", "too large"},
   };
   const ordered_json good = trace_to_json(rich_trace());
   ASSERT_NO_THROW(trace_from_json(good));

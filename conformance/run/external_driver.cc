@@ -1,5 +1,8 @@
 #include "conformance/run/external_driver.h"
 
+#include <algorithm>
+#include <atomic>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -82,6 +85,7 @@ ExternalDriver::~ExternalDriver() {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_ || r < 0) {
       ::kill(-pid_, SIGKILL);  // anything it left behind in its group
+      kill_descendants();      // or outside it
       pid_ = -1;
       close_fds();
       return;
@@ -107,8 +111,74 @@ void ExternalDriver::kill() {
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  kill_descendants();
   pid_ = -1;
   close_fds();
+}
+
+// A driver's children that called setsid() (or were orphaned) are out of its process group: they are found by
+// the token every process it started inherits (issue 14: they outlived lockstep, holding its pipes). A process
+// that clears its environment escapes this; none of a driver's usual tools (shells, interpreters) do.
+void ExternalDriver::kill_descendants() {
+  if (token_.empty()) return;
+  const std::string needle = std::string(kTokenVariable) + "=" + token_;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return;
+  const pid_t self = ::getpid();
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || pid == self) continue;
+    const std::string path = std::string("/proc/") + e->d_name + "/environ";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // gone, or not ours
+    std::string env;
+    char buf[8192];
+    ssize_t r;
+    while ((r = ::read(fd, buf, sizeof buf)) > 0 && env.size() < (size_t{1} << 20)) env.append(buf, static_cast<size_t>(r));
+    ::close(fd);
+    for (size_t at = 0; at < env.size();) {
+      size_t stop = env.find('\0', at);
+      if (stop == std::string::npos) stop = env.size();
+      if (env.compare(at, stop - at, needle) == 0) {
+        ::kill(static_cast<pid_t>(pid), SIGKILL);
+        break;
+      }
+      at = stop + 1;
+    }
+  }
+  ::closedir(proc);
+}
+
+// stderr written after the last answer belongs to no program: read it before the next request (else the next
+// program is charged with it, issue 14). A driver still writing after max_stderr_bytes floods: it is replaced.
+bool ExternalDriver::drain_stderr_between_programs() {
+  if (pid_ <= 0 || stderr_fd_ < 0) return true;
+  char chunk[65536];
+  size_t drained = 0;
+  int wait_ms = 0;  // nothing waiting: no delay at all; once something came, until 20 ms of quiet
+  while (true) {
+    pollfd err{stderr_fd_, POLLIN, 0};
+    const int pr = ::poll(&err, 1, wait_ms);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0 || !(err.revents & (POLLIN | POLLHUP | POLLERR))) return true;
+    const ssize_t r = ::read(stderr_fd_, chunk, sizeof chunk);
+    if (r == 0) {
+      close_fd(stderr_fd_);
+      return true;
+    }
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return true;
+    }
+    drained += static_cast<size_t>(r);
+    if (drained > options_.max_stderr_bytes) {
+      kill();
+      ++replaced_after_stderr_flood_;
+      return false;
+    }
+    wait_ms = 20;
+  }
 }
 
 bool ExternalDriver::spawn(std::string& error) {
@@ -140,8 +210,18 @@ bool ExternalDriver::spawn(std::string& error) {
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   std::string sh = "/bin/sh", dash_c = "-c";
   char* argv[] = {sh.data(), dash_c.data(), command_.data(), nullptr};
+  // Its environment, with the token every process it starts inherits (kill_descendants).
+  static std::atomic<uint64_t> next_token{0};
+  token_ = fmt::format("{}-{}", ::getpid(), next_token++);
+  const std::string token_entry = std::string(kTokenVariable) + "=" + token_;
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, kTokenVariable, std::strlen(kTokenVariable)) != 0 || (*e)[std::strlen(kTokenVariable)] != '=')
+      env.push_back(*e);
+  env.push_back(const_cast<char*>(token_entry.c_str()));
+  env.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, environ);
+  int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close_fd(in[0]);
@@ -192,6 +272,7 @@ std::string ExternalDriver::reap() {
         what = fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
       }
       ::kill(-pid_, SIGKILL);
+      kill_descendants();
       pid_ = -1;
     }
   }
@@ -262,10 +343,15 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
                                                                         x.stderr_excerpt.size()));
         x.stderr_excerpt.append(chunk, keep);
         x.stderr_bytes += static_cast<size_t>(r);
-        if (x.stderr_bytes > options_.max_stderr_bytes)
+        if (x.stderr_bytes > options_.max_stderr_bytes) {
+          // Still flooding from before this request, which it has not read: not this program's (request()).
+          int unread = 0;
+          x.read_request = !(written > 0 && stdin_fd_ >= 0 && ::ioctl(stdin_fd_, FIONREAD, &unread) == 0 &&
+                             static_cast<size_t>(unread) >= written);
           return finish(DriverReply::Status::StderrFlood,
                         fmt::format("the driver wrote more than {} bytes on stderr for one program (killed)",
                                     options_.max_stderr_bytes));
+        }
       } else if (r == 0) {
         close_fd(stderr_fd_);
       }
@@ -289,6 +375,8 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
         // either end of a pipe, also after the reader is gone). Unknown counts as read: the driver is then
         // taken for an old one and started again, which is always safe.
         int unread = 0;
+        const bool unread_known = stdin_fd_ >= 0 && ::ioctl(stdin_fd_, FIONREAD, &unread) == 0;
+        x.read_request = !unread_known || (written > 0 && static_cast<size_t>(unread) < written);
         x.read_input = written_ > 0 && (stdin_fd_ < 0 || ::ioctl(stdin_fd_, FIONREAD, &unread) != 0 ||
                                         static_cast<size_t>(unread) < written_);
         x.what = reap();
@@ -424,6 +512,7 @@ DriverReply ExternalDriver::request(const std::string& line) {
     reply.stderr_excerpt = startup_stderr_;
     return reply;
   };
+  bool retried_unread = false;
   while (true) {
     // A driver that closed its stdin after its last answer cannot read this request: it is replaced before the
     // request is sent, so the program is not charged with the previous one's fault (issue 14: it waited out
@@ -432,9 +521,22 @@ DriverReply ExternalDriver::request(const std::string& line) {
       pollfd in{stdin_fd_, POLLOUT, 0};
       if (::poll(&in, 1, 0) == 1 && (in.revents & POLLERR)) kill();
     }
+    drain_stderr_between_programs();
     if (!ensure_started()) return failed();
     const auto t0 = Clock::now();
     Exchange x = exchange(line + "\n", t0 + options_.timeout, options_.timeout);
+    // A driver that exited after its last answer without reading this request (it closed stdin or ended in
+    // between): its exit is no fault of this program, which goes to a new process, once (issue 14).
+    if (x.status == DriverReply::Status::Exited && !x.read_request && !old_protocol_ && !retried_unread) {
+      retried_unread = true;
+      continue;
+    }
+    // The same for a flood on stderr that began after the last answer and went on before it read this request.
+    if (x.status == DriverReply::Status::StderrFlood && !x.read_request && !retried_unread) {
+      retried_unread = true;
+      ++replaced_after_stderr_flood_;
+      continue;
+    }
     if (x.status == DriverReply::Status::Exited && !x.read_input && old_protocol_) {
       // An old driver that died before reading its first request: it did not start.
       record_startup_failure(x.exit_status == 127 || x.exit_status == 126 ? StartResult::FailedFinal : StartResult::Failed,
@@ -511,11 +613,15 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
       if (out.feature.empty()) return garbage("/unsupported", "the feature name is empty");
       return out;
     }
-    // A field a newer driver announces and this lockstep does not know (optional_fields.h): dropped unread.
+    // A field a newer driver announces and this lockstep does not know (optional_fields.h): dropped unread. One
+    // the reader knows stays whatever the hello says ("observes": ["param.grad"] drops no grad).
     nlohmann::ordered_json known_only;
+    const std::vector<std::string>& known_keys = param_observation_keys();
     for (const std::string& field : observes) {
       const std::string key = param_field_key(field);
-      if (is_optional_field(field) || key.empty()) continue;
+      if (is_optional_field(field) || key.empty() ||
+          std::find(known_keys.begin(), known_keys.end(), key) != known_keys.end())
+        continue;
       if (known_only.is_null()) known_only = *trace;
       auto drop = [&](nlohmann::ordered_json& record) {
         if (!record.is_object() || !record.contains("params") || !record["params"].is_object()) return;

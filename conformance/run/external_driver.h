@@ -114,7 +114,8 @@ class ExternalDriver {
   // first to read the hello's capabilities (capabilities.h); false: startup_failed() says why.
   bool ensure_started();
 
-  // Kills the driver's process group now; the next request starts a new one.
+  // Kills the driver now, with its process group and every process it started (below); the next request starts a
+  // new one.
   void kill();
 
   const std::string& command() const { return command_; }
@@ -130,6 +131,13 @@ class ExternalDriver {
   // The driver cannot start (see the header comment): every request answers StartupFailed from then on.
   bool startup_failed() const { return startup_failed_; }
   const std::string& startup_failure() const { return startup_failure_; }  // the message, with its stderr
+  // Drivers replaced between two programs because they flooded stderr after an answer (more than
+  // max_stderr_bytes before the next request): the flood is no program's, so none is charged with it.
+  int replaced_after_stderr_flood() const { return replaced_after_stderr_flood_; }
+
+  // Every process a driver starts carries this variable in its environment, with a value of its own driver
+  // process: kill() finds them by it, also those that left the process group (setsid) or were orphaned.
+  static constexpr const char* kTokenVariable = "LOCKSTEP_DRIVER_TOKEN";
 
  private:
   // What one exchange (a line written, one line read) came to; the transport of request() and the hello.
@@ -139,6 +147,7 @@ class ExternalDriver {
     std::string what;         // Exited: "exited with status 3" / "was killed by signal 11" / "closed its stdout"
     std::string detail;       // anything but Line: a readable sentence
     bool read_input = true;   // Exited: whether the process read any of the bytes written to it so far
+    bool read_request = true; // Exited: whether it read any of this exchange's bytes (unknown counts as read)
     int exit_status = -1;     // Exited: the exit status when it exited
     std::string stderr_excerpt;
     size_t stderr_bytes = 0;
@@ -152,6 +161,8 @@ class ExternalDriver {
                     std::chrono::milliseconds timeout);
   std::string reap();  // waits a moment for the exited driver; "exited with status 3" / "was killed by ..."
   void close_fds();
+  void kill_descendants();  // every process whose environment holds this driver's token
+  bool drain_stderr_between_programs();  // false: it floods, and was killed
 
   std::string command_;
   DriverOptions options_;
@@ -169,6 +180,8 @@ class ExternalDriver {
   bool startup_failed_ = false;
   std::string startup_failure_;
   std::string startup_stderr_;  // of the start-up that failed last
+  std::string token_;           // kTokenVariable's value for the current process ("" before the first)
+  int replaced_after_stderr_flood_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------------------

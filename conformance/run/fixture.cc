@@ -333,11 +333,13 @@ Fixture fixture_from_json(const json& doc, const std::string& file) {
     JsonObjectReader p(r.required("provenance"), "/provenance", "the provenance");
     f.provenance.oracle = p.string("oracle");
     f.provenance.oracle_version = p.string("oracle_version");
-    f.provenance.schema_version = static_cast<int>(int_from_json(p.required("schema_version"), "/provenance/schema_version"));
-    if (f.provenance.schema_version != kFixtureSchemaVersion)
+    // Compared before narrowing: 4294967297 is not version 1.
+    const int64_t version = int_from_json(p.required("schema_version"), "/provenance/schema_version");
+    if (version != kFixtureSchemaVersion)
       throw JsonError("/provenance/schema_version",
-                      fmt::format("schema version {} is not supported (this build reads version {})",
-                                  f.provenance.schema_version, kFixtureSchemaVersion));
+                      fmt::format("schema version {} is not supported (this build reads version {})", version,
+                                  kFixtureSchemaVersion));
+    f.provenance.schema_version = kFixtureSchemaVersion;
     f.provenance.generator = p.string("generator");
     if (f.provenance.generator != "named_case" && f.provenance.generator != "random" &&
         f.provenance.generator != "gradient_fed" && f.provenance.generator != "op_edge")

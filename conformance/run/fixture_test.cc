@@ -163,6 +163,8 @@ TEST(FixtureJson, StrictReaderNamesThePointer) {
       {[](json& j) { j["expected"]["records"][1]["action"] = "step"; }, "/expected/records/1/action"},
       {[](json& j) { j["expected"]["init"]["params"]["w"]["values"] = "x"; }, "/expected/init/params/w/values"},
       {[](json& j) { j["provenance"]["schema_version"] = 2; }, "/provenance/schema_version"},
+      // Not narrowed to int before the comparison (it was read as version 1).
+      {[](json& j) { j["provenance"]["schema_version"] = 4294967297LL; }, "/provenance/schema_version"},
       {[](json& j) { j["provenance"]["generator"] = "random"; }, "/provenance"},
   };
   for (const Case& c : cases) {

@@ -1,0 +1,207 @@
+#include "conformance/program/program_cost.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "conformance/program/optimizer_descriptions.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr int64_t kCap = std::numeric_limits<int64_t>::max() / 4;
+
+int64_t sat_add(int64_t a, int64_t b) { return a >= kCap - b ? kCap : a + b; }
+int64_t sat_mul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kCap / b ? kCap : a * b;
+}
+
+// One observed tensor: its elements, plus its dtype, shape and flags.
+int64_t tensor_values(int64_t numel) { return sat_add(numel, 16); }
+
+// Element operations of evaluating an expression once (its backward is a multiple of it, see below).
+class ExprCost {
+ public:
+  ExprCost(const std::vector<ParamSpec>& params, const ProgramLimits& limits) : params_(params), limits_(limits) {}
+
+  int64_t of(const Expr& e) {
+    auto it = cost_.find(&e);
+    if (it != cost_.end()) return it->second;
+    int64_t c = own(e);
+    for (const ExprPtr& a : e.args) c = sat_add(c, of(*a));
+    cost_.emplace(&e, c);
+    return c;
+  }
+
+  const TypedShape& shape(const Expr& e) {
+    auto it = shape_.find(&e);
+    if (it == shape_.end()) it = shape_.emplace(&e, infer_shape(e, params_, "", limits_)).first;
+    return it->second;
+  }
+
+ private:
+  int64_t own(const Expr& e) {
+    const int64_t out = numel(shape(e).shape);
+    switch (e.op) {
+      case Op::Matmul: {  // (n,k) @ (k,m): n*k*m multiply-adds
+        const Shape& a = shape(*e.args[0]).shape;
+        return sat_mul(out, a.size() == 2 ? std::max<int64_t>(a[1], 1) : 1);
+      }
+      case Op::Linear: {  // x (N,in), W (out,in): N*in*out, plus the bias
+        const Shape& x = shape(*e.args[0]).shape;
+        return sat_add(sat_mul(out, x.size() == 2 ? std::max<int64_t>(x[1], 1) : 1), out);
+      }
+      case Op::CrossEntropy:
+      case Op::Sum:
+      case Op::Mean:
+      case Op::MseLoss: {  // reductions read their operands
+        int64_t in = 0;
+        for (const ExprPtr& a : e.args) in = sat_add(in, numel(shape(*a).shape));
+        return sat_add(sat_mul(in, 4), out);
+      }
+      default:
+        return std::max<int64_t>(out, 1);
+    }
+  }
+
+  const std::vector<ParamSpec>& params_;
+  const ProgramLimits& limits_;
+  std::unordered_map<const Expr*, int64_t> cost_;
+  std::unordered_map<const Expr*, TypedShape> shape_;
+};
+
+// The running totals, record by record.
+class CostWalk {
+ public:
+  CostWalk(const Program& p, const ProgramLimits& limits) : p_(p), exprs_(p.params, limits) {
+    for (const ParamSpec& ps : p.params) {
+      numel_[ps.name] = numel(ps.shape);
+      all_elements_ = sat_add(all_elements_, numel(ps.shape));
+    }
+    if (p.optimizer) {
+      state_tensors_ = static_cast<int64_t>(describe(p.optimizer->kind).state.size());
+      groups_ = static_cast<int64_t>(p.optimizer->groups.size());
+      for (const ParamGroupSpec& g : p.optimizer->groups)
+        group_entries_ = sat_add(group_entries_, static_cast<int64_t>(g.params.size()));
+      if (groups_ == 0) groups_ = 1;
+    }
+  }
+
+  // The init record.
+  void init() { observe(); }
+
+  void action(const Action& a) {
+    switch (a.kind) {
+      case ActionKind::Forward: {
+        const Expr* loss = a.loss ? a.loss.get() : p_.loss.get();
+        const int64_t c = loss ? exprs_.of(*loss) : 0;
+        // impl or LibTorch, the other engine in lockstep, and the comparator's evaluation in double.
+        cost_.arithmetic = sat_add(cost_.arithmetic, sat_mul(c, 4));
+        held_cost_ = c;
+        if (loss) output_numel_ = std::max(output_numel_, numel(exprs_.shape(*loss).shape));
+        has_output_ = has_output_ || loss != nullptr;
+        break;
+      }
+      case ActionKind::Backward:
+        // Both engines' backward (at most about three times the forward, graph of grads included) and the
+        // comparator's gradient in double; then accumulation into every leaf.
+        cost_.arithmetic = sat_add(cost_.arithmetic, sat_add(sat_mul(held_cost_, 8), all_elements_));
+        if (a.gradient) cost_.arithmetic = sat_add(cost_.arithmetic, static_cast<int64_t>(a.gradient->size()));
+        break;
+      case ActionKind::ZeroGrad:
+      case ActionKind::SetGradNone:
+        cost_.arithmetic = sat_add(cost_.arithmetic, all_elements_);
+        break;
+      case ActionKind::Step:
+        cost_.arithmetic = sat_add(cost_.arithmetic, sat_mul(all_elements_, 16));
+        break;
+      case ActionKind::HoldGrad: {
+        auto it = numel_.find(a.param);
+        const int64_t n = it == numel_.end() ? 0 : it->second;
+        handles_[a.handle] = std::max(handles_[a.handle], n);
+        cost_.arithmetic = sat_add(cost_.arithmetic, n);
+        break;
+      }
+      case ActionKind::SetOptions:
+        break;
+      case ActionKind::AddParamGroup:
+        groups_ = sat_add(groups_, 1);
+        group_entries_ = sat_add(group_entries_, static_cast<int64_t>(a.new_group.params.size()));
+        break;
+    }
+    observe();
+  }
+
+  const ProgramCost& cost() const { return cost_; }
+
+ private:
+  // What one record observes (SEMANTICS §8), as an upper bound.
+  void observe() {
+    int64_t v = 4;  // action name, error kind and message
+    for (const ParamSpec& ps : p_.params) {
+      const int64_t n = numel(ps.shape);
+      // name, value, grad and its flags, same_as_previous; state: exists, step and its tensors.
+      v = sat_add(v, sat_add(sat_mul(tensor_values(n), 2 + state_tensors_), 8));
+    }
+    for (const auto& [name, n] : handles_) v = sat_add(v, sat_add(tensor_values(n), 2));
+    v = sat_add(v, sat_add(group_entries_, sat_mul(groups_, 16)));
+    if (has_output_) v = sat_add(v, sat_add(tensor_values(output_numel_), 2));
+    cost_.observed_values = sat_add(cost_.observed_values, v);
+    cost_.arithmetic = sat_add(cost_.arithmetic, sat_mul(v, 2));  // observing, then comparing
+  }
+
+  const Program& p_;
+  ExprCost exprs_;
+  std::map<std::string, int64_t> numel_;
+  int64_t all_elements_ = 0;
+  int64_t state_tensors_ = 0;
+  int64_t groups_ = 0;
+  int64_t group_entries_ = 0;
+  std::map<std::string, int64_t> handles_;  // handle name -> elements of what it may hold
+  int64_t held_cost_ = 0;
+  int64_t output_numel_ = 0;
+  bool has_output_ = false;
+  ProgramCost cost_;
+};
+
+std::string with_commas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+void check(const ProgramCost& c, const ProgramLimits& limits, const std::string& path, const std::string& where) {
+  if (c.observed_values > limits.max_observed_values)
+    throw ProgramError(path, "the trace would observe more than the limit of " +
+                                 with_commas(limits.max_observed_values) + " values " + where +
+                                 " (every tensor of every record counts; fewer actions, handles or elements)");
+  if (c.arithmetic > limits.max_arithmetic)
+    throw ProgramError(path, "running the program would take more than the limit of " +
+                                 with_commas(limits.max_arithmetic) + " element operations " + where +
+                                 " (fewer or smaller forwards, backwards and steps)");
+}
+
+}  // namespace
+
+ProgramCost program_cost(const Program& p, const ProgramLimits& limits) {
+  CostWalk walk(p, limits);
+  walk.init();
+  for (const Action& a : p.actions) walk.action(a);
+  return walk.cost();
+}
+
+void check_program_cost(const Program& p, const ProgramLimits& limits) {
+  CostWalk walk(p, limits);
+  walk.init();
+  check(walk.cost(), limits, "/params", "in its init record");
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    walk.action(p.actions[i]);
+    check(walk.cost(), limits, "/actions/" + std::to_string(i), "by this action");
+  }
+}
+
+}  // namespace lockstep

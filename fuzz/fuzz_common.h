@@ -1,0 +1,68 @@
+// Small helpers shared by the libFuzzer targets of fuzz/ (see fuzz/CMakeLists.txt).
+//
+// The targets hold each input reader to its documented contract: for any bytes it returns a value or throws the
+// error type its header names (InputError, JsonError). Anything else is a finding: another exception type
+// escapes LLVMFuzzerTestOneInput and terminates (libstdc++ prints its type and what()), a broken invariant calls
+// fuzz_fail() (abort), and the sanitizers report the rest.
+//
+// The targets deliberately do NOT mirror the last-resort `catch (const std::exception&)` of tools/main.cc: it
+// turns every exception into exit status 2, which would hide exactly what the fuzzers look for (an
+// std::out_of_range from a vector::at, an nlohmann::json::type_error from a get<>() on unchecked input).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace lockstep::fuzz {
+
+// The input as the readers take it: bytes in a std::string (embedded NULs included).
+inline std::string as_text(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// A broken invariant: says which and aborts, so that libFuzzer keeps the input as a crash.
+[[noreturn]] inline void fuzz_fail(const std::string& what, const std::string& detail = "") {
+  std::fprintf(stderr, "\nlockstep fuzz: %s\n", what.c_str());
+  if (!detail.empty()) {
+    const std::string shown = detail.size() > 4000 ? detail.substr(0, 4000) + "..." : detail;
+    std::fprintf(stderr, "%s\n", shown.c_str());
+  }
+  std::fflush(stderr);
+  std::abort();
+}
+
+// One file per process for readers that only take a path (read_case_file, load_profile): created once under
+// $TMPDIR (else /tmp), overwritten with each input, removed when the process exits normally.
+class TempFile {
+ public:
+  explicit TempFile(const char* stem) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string templ = std::string(dir && *dir ? dir : "/tmp") + "/" + stem + "-XXXXXX";
+    const int fd = mkstemp(templ.data());
+    if (fd < 0) fuzz_fail("cannot create a temporary file", templ);
+    ::close(fd);
+    path_ = templ;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  // Replaces the file's contents with `data`; returns the path.
+  const std::string& write(const uint8_t* data, size_t size) {
+    std::FILE* f = std::fopen(path_.c_str(), "wb");
+    if (!f) fuzz_fail("cannot open the temporary file", path_);
+    if (size > 0 && std::fwrite(data, 1, size, f) != size) fuzz_fail("cannot write the temporary file", path_);
+    if (std::fclose(f) != 0) fuzz_fail("cannot close the temporary file", path_);
+    return path_;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace lockstep::fuzz

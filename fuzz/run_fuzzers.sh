@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of a sanitize build (fuzz/CMakeLists.txt) from the seed corpora of the shipped files, for a
+# time or a number of inputs each, and fails on the first finding (a crash, a sanitizer report, an exception of a
+# type the reader does not document: libFuzzer exits non-zero and leaves crash-* in WORK/<target>/).
+#
+#   bash fuzz/run_fuzzers.sh BUILD_DIR WORK_DIR -max_total_time=8     # CI: about a minute for all seven
+#   bash fuzz/run_fuzzers.sh BUILD_DIR WORK_DIR -runs=10000000        # the closing note's 10 M inputs each
+#
+# Extra arguments go to every target (libFuzzer flags). WORK_DIR/<target>/corpus keeps what fuzzing found, so a
+# second run goes on from there. One line per target: inputs run, seconds, corpus size, exit status.
+set -euo pipefail
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 BUILD_DIR WORK_DIR [libFuzzer flags...]" >&2
+  exit 2
+fi
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$(cd "$1" && pwd)"
+mkdir -p "$2"
+work="$(cd "$2" && pwd)"
+shift 2
+flags=("$@")
+
+bash "$root/fuzz/seed_corpus.sh" "$work/seeds" > /dev/null
+status=0
+for name in program fixture driver_answer expectations tolerance named_case profile; do
+  target="$build/fuzz/fuzz_$name"
+  [[ -x "$target" ]] || { echo "run_fuzzers: $target is missing (configure with the sanitize preset)" >&2; exit 2; }
+  mkdir -p "$work/$name/corpus"
+  log="$work/$name/fuzz.log"
+  start=$(date +%s)
+  set +e
+  (cd "$work/$name" && TMPDIR="$work/$name" "$target" -max_len=65536 -dict="$root/fuzz/lockstep.dict" \
+      -print_final_stats=1 "${flags[@]}" corpus "$work/seeds/$name" > "$log" 2>&1)
+  code=$?
+  set -e
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  size=$(find "$work/$name/corpus" -type f | wc -l)
+  printf 'fuzz_%-14s %12s inputs  %6s s  corpus %6s files  exit %s\n' "$name" "${runs:-?}" "$(( $(date +%s) - start ))" "$size" "$code"
+  if [[ $code -ne 0 ]]; then
+    status=1
+    echo "run_fuzzers: fuzz_$name found something (log: $log):" >&2
+    grep -E 'ERROR|SUMMARY|lockstep fuzz|terminate|what\(\)' "$log" | head -20 >&2 || tail -30 "$log" >&2
+  fi
+done
+exit $status
