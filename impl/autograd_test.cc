@@ -117,6 +117,7 @@ TEST(Autograd, SEM_3_3_CreateGraphFirstContributionIsRecordedCopy) {
   EXPECT_TRUE(g.requires_grad());
   EXPECT_TRUE(g.grad_fn() != nullptr);
   EXPECT_EQ(g.to_values(), (V{2, 4, 6}));
+  x.reset_grad();  // the grad's graph holds x (SEM-3.3): break the cycle, as PyTorch's docs advise
 }
 
 TEST(Autograd, SEM_3_3_CreateGraphAccumulatesOutOfPlace) {
@@ -134,6 +135,7 @@ TEST(Autograd, SEM_3_3_CreateGraphAccumulatesOutOfPlace) {
   backward(square_sum(x));
   EXPECT_TRUE(x.grad().is_same(held2));
   EXPECT_EQ(held2.to_values(), (V{6, 12, 18}));
+  x.reset_grad();  // the grad's graph holds x (SEM-3.3): break the cycle
 }
 
 TEST(Autograd, SEM_3_3_CreateGraphOnGraphWithoutSavedInputsGivesPlainGrad) {
@@ -225,6 +227,7 @@ TEST(Autograd, SEM_2_6_WeightTyingSumsContributions) {
   backward(y2, nullptr, true, true);
   EXPECT_EQ(w.grad().to_values(), (V{6 + 3, 8 + 5}));
   EXPECT_EQ(held.to_values(), (V{6, 8}));
+  w.reset_grad();  // the grad's graph holds w (SEM-3.3): break the cycle
 }
 
 TEST(Autograd, SEM_2_7_UnusedParameterKeepsItsGrad) {

@@ -273,6 +273,11 @@ void drop_torch_warnings() {
 class TorchEngine : public Engine {
  public:
   TorchEngine() { drop_torch_warnings(); }
+  // create_graph makes a parameter own its grad, whose graph owns the parameter (PyTorch's documentation of
+  // backward() warns of this cycle and advises resetting .grad): broken here, so that no program outlives its run.
+  ~TorchEngine() override {
+    for (auto& p : tables_.params()) p.tensor.mutable_grad().reset();
+  }
 
   std::string name() const override { return torch_version_string(); }
 

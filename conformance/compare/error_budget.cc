@@ -320,7 +320,9 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
     return true;
   };
   const bool described = describe(kind).step_in_double != nullptr;
-  for (auto& [name, se] : e) {
+  for (auto& entry : e) {
+    const std::string& name = entry.first;  // not a structured binding: C++17 lambdas cannot capture one
+    Shadow& se = entry.second;
     auto it = a.find(name);
     if (it == a.end()) continue;
     Shadow& sa = it->second;

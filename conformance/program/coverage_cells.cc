@@ -329,11 +329,14 @@ void group_cells(const Program& p, std::set<std::string>& cells) {
       option_cells(spec.kind, *g.options, true, cells);
     }
   }
-  for (const auto& [name, count] : listed)
+  for (const auto& entry : listed) {
+    const std::string& name = entry.first;  // not a structured binding: C++17 lambdas cannot capture one
+    const auto count = entry.second;
     if (count > 1 && !std::any_of(spec.groups.begin(), spec.groups.end(), [&](const ParamGroupSpec& g) {
           return std::count(g.params.begin(), g.params.end(), name) == count;
         }))
       add("param in two groups");
+  }
   for (const ParamSpec& param : p.params)
     if (!listed.count(param.name)) {
       add("some not optimized");

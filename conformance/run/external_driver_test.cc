@@ -253,6 +253,30 @@ TEST(ExternalDriver, ChildrenThatLeftTheProcessGroupAreKilled) {
   std::remove(pid_file.c_str());
 }
 
+// A driver that exits after an answer while a child it left (setsid) still holds its pipes: no end of stdout comes,
+// so the next program times out; the child is killed with it and the program after gets a new process.
+TEST(ExternalDriver, ChildHoldingThePipesIsKilledWithItsDriver) {
+  const std::string pid_file = temp_file("");
+  // fd 3: the driver's stdin for the child (an asynchronous list's own stdin would be /dev/null).
+  ExternalDriver d(with_hello("read l; echo one; exec 3<&0; setsid sh -c 'echo $$ > " + pid_file +
+                              "; exec sleep 60' <&3 & exit 0"),
+                   quick(500ms));
+  ASSERT_EQ(d.request("a").status, Status::Line);
+  pid_t child = -1;
+  for (int i = 0; i < 200 && child <= 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream(pid_file) >> child;
+  }
+  ASSERT_GT(child, 0);
+  DriverReply b = d.request("b");
+  EXPECT_EQ(b.status, Status::TimedOut) << b.detail;
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(process_alive(child)) << "the child holding the pipes survived";
+  DriverReply c = d.request("c");
+  EXPECT_EQ(c.status, Status::Line) << c.detail;
+  std::remove(pid_file.c_str());
+}
+
 // Issue 14: a long line without a newline was rescanned from its start after every read (quadratic: 300 MB cost
 // 23.5 s of CPU and was reported as a timeout); it is now cut off at the limit as the data arrives.
 TEST(ExternalDriver, LongLineIsReadInLinearTime) {
