@@ -15,13 +15,28 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/program/json_reader.h"
 
 namespace lockstep::fuzz {
 
 // The input as the readers take it: bytes in a std::string (embedded NULs included).
 inline std::string as_text(const uint8_t* data, size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// The input parsed as the reader's own file reader parses it (parse_json_text with its nesting bound); nullopt for
+// what that rejects (JsonError: the documented rejection, not a finding).
+inline std::optional<nlohmann::ordered_json> parsed_json(const std::string& text, int max_depth) {
+  try {
+    return parse_json_text(text, max_depth);
+  } catch (const JsonError&) {
+    return std::nullopt;
+  }
 }
 
 // A broken invariant: says which and aborts, so that libFuzzer keeps the input as a crash.

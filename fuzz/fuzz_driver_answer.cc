@@ -22,7 +22,7 @@
 // Run (build with -DLOCKSTEP_FUZZ=ON and Clang; seeds from fuzz/seed_corpus.sh):
 //   fuzz/seed_corpus.sh /tmp/lockstep-seeds
 //   mkdir -p fuzz/corpus/driver_answer
-//   build-sanitize/fuzz/fuzz_driver_answer -max_len=262144 -dict=fuzz/lockstep.dict fuzz/corpus/driver_answer /tmp/lockstep-seeds/driver_answer
+//   build-sanitize/fuzz/fuzz_driver_answer -max_len=65536 -dict=fuzz/lockstep.dict fuzz/corpus/driver_answer /tmp/lockstep-seeds/driver_answer
 #include <cstddef>
 #include <cstdint>
 #include <set>

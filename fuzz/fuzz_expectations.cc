@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   const std::string text = fuzz::as_text(data, size);
 
-  nlohmann::ordered_json doc;
-  try {
-    doc = parse_json_text(text, kExpectationsDepth);
-  } catch (const JsonError&) {
-    return 0;
-  }
+  const std::optional<nlohmann::ordered_json> parsed = fuzz::parsed_json(text, kExpectationsDepth);
+  if (!parsed) return 0;
+  const nlohmann::ordered_json& doc = *parsed;
   Expectations e;
   try {
     e = expectations_from_json(doc, "<fuzz>");

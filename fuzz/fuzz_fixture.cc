@@ -20,6 +20,7 @@
 //   build-sanitize/fuzz/fuzz_fixture -max_len=262144 -dict=fuzz/lockstep.dict fuzz/corpus/fixture /tmp/lockstep-seeds/fixture
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -40,12 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   const std::string text = fuzz::as_text(data, size);
 
-  nlohmann::ordered_json doc;
-  try {
-    doc = parse_json_text(text, kFixtureDepth);
-  } catch (const JsonError&) {
-    return 0;
-  }
+  const std::optional<nlohmann::ordered_json> parsed = fuzz::parsed_json(text, kFixtureDepth);
+  if (!parsed) return 0;
+  const nlohmann::ordered_json& doc = *parsed;
   Fixture f;
   try {
     f = fixture_from_json(doc, "<fuzz>");

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   const std::string text = fuzz::as_text(data, size);
 
-  nlohmann::ordered_json doc;
-  try {
-    doc = parse_json_text(text, kToleranceDepth);
-  } catch (const JsonError&) {
-    return 0;
-  }
+  const std::optional<nlohmann::ordered_json> parsed = fuzz::parsed_json(text, kToleranceDepth);
+  if (!parsed) return 0;
+  const nlohmann::ordered_json& doc = *parsed;
   ReplayConfig config;
   try {
     config.tolerance_overrides = tolerance_overrides_from_json(doc, "<fuzz>");

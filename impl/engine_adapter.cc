@@ -35,6 +35,8 @@ auto guarded(Body&& body) -> decltype(body()) {
     throw;
   } catch (const impl::Error& e) {
     throw EngineError(e.kind, e.what());
+  } catch (const std::bad_alloc&) {
+    throw;  // not an engine error (interpreter.cc)
   } catch (const std::exception& e) {
     throw EngineError(error_kind::kOther, e.what());
   }

@@ -78,6 +78,8 @@ auto guarded(Body&& body) -> decltype(body()) {
   } catch (const c10::Error& e) {
     std::string message = e.what_without_backtrace();
     throw EngineError(classify_message(message), message);
+  } catch (const std::bad_alloc&) {
+    throw;  // not an engine error (interpreter.cc)
   } catch (const std::exception& e) {
     std::string message = e.what();
     throw EngineError(classify_message(message), message);

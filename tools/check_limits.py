@@ -8,7 +8,8 @@ For three programs, each the largest the limits accept of its kind (found by giv
 and cutting it at the action its error names):
   handles     a 0-d parameter and thousands of hold_grad actions (every handle observed in every later record)
   elements    a 2^18-element parameter through forward / backward / SGD-with-momentum steps
-  arithmetic  a 256 x 256 matmul, forward and backward, until the element-operation limit
+  retained    a forward of 232 tanh over a 2^17-element parameter (all kept for the backward), at the
+              element-operation limit
 each runs as `lockstep trace --engine impl`, `lockstep trace --engine oracle` and as a named case through the impl
 driver in lockstep with LibTorch (`lockstep run --cases`: the driver's answer read, compared, reported). The peak
 resident memory of the largest process (getrusage of the children) must stay under MAX_RSS_MB (default 1024).
@@ -66,14 +67,21 @@ def programs():
         "optimizer": {"type": "sgd", "defaults": {"lr": 0.01, "momentum": 0.9}, "params": ["w"]},
         "actions": [{"action": a} for _ in range(20) for a in ("forward", "backward", "step")],
     }
-    m = 256
-    arithmetic = {
-        "params": [{"name": "w", "dtype": "float64", "shape": [m, m], "values": [1.0 / m] * (m * m)}],
-        "loss": {"op": "sum", "args": [{"op": "matmul", "args": [{"op": "param", "name": "w"},
-                                                                  {"op": "param", "name": "w"}]}]},
-        "actions": [{"action": a} for _ in range(200) for a in ("forward", "backward")],
+    # A forward that keeps the most alive for its backward: four chains of 58 tanh (each saves its output) over a
+    # 2^17-element float64 parameter, within the expression depth; the backward passes the arithmetic limit.
+    def chain(depth):
+        e = {"op": "param", "name": "x"}
+        for _ in range(depth):
+            e = {"op": "tanh", "args": [e]}
+        return e
+    rows, cols = 512, 256
+    retained = {
+        "params": [{"name": "x", "dtype": "float64", "shape": [rows, cols], "values": [0.5] * (rows * cols)}],
+        "loss": {"op": "sum", "args": [{"op": "add", "args": [
+            {"op": "add", "args": [chain(58), chain(58)]}, {"op": "add", "args": [chain(58), chain(58)]}]}]},
+        "actions": [{"action": "forward"}, {"action": "backward"}],
     }
-    return {"handles": handles, "elements": elements, "arithmetic": arithmetic}
+    return {"handles": handles, "elements": elements, "retained": retained}
 
 
 def named_case(case_id, program):

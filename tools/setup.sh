@@ -30,7 +30,7 @@ packages=(
   libexpat1-dev         # a real XML parser for the JUnit report test
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
-  clang libclang-rt-14-dev  # the sanitize build (ASan+UBSan, a second compiler) and libFuzzer (fuzz/)
+  clang-14 libclang-rt-14-dev  # the sanitize build (ASan+UBSan, a second compiler) and libFuzzer (fuzz/)
 )
 
 missing=()

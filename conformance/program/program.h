@@ -196,7 +196,7 @@ struct Program {
 
 // Limits on what a program may ask for; bigger is rejected before it runs, not attempted. Chosen so that any
 // program within them runs in bounded memory and time (issue 14); the memory each bounds was measured through
-// `lockstep run` and the impl driver (README "Limits", tools/check_limits.sh).
+// `lockstep run` and the impl driver (README "Limits", tools/check_limits.py).
 struct ProgramLimits {
   int64_t max_elements_per_tensor = 1 << 20;  // 8 MiB of doubles per tensor
   int max_rank = 2;
@@ -204,10 +204,13 @@ struct ProgramLimits {
   int max_params = 256;
   int max_actions = 10000;
   int max_name_length = 256;                  // parameter and handle names (a name is observed in every record)
+  int max_expr_nodes = 4096;                  // per loss expression (generated ones have at most about 100)
+  int max_group_entries = 1024;               // parameters listed in all param groups together (a name may repeat)
   // The whole trace, every record together (program_cost.h): bounds a trace's memory in every form it takes.
   int64_t max_observed_values = int64_t{1} << 22;
-  // Element operations of the whole run (program_cost.h): bounds time and the tensors a run allocates.
-  int64_t max_arithmetic = int64_t{1} << 30;
+  // Element operations of the whole run (program_cost.h): bounds time and the tensors a run allocates (a forward
+  // keeps at most a quarter of its count alive for its backward: 2^25 elements, 256 MiB of float64, per engine).
+  int64_t max_arithmetic = int64_t{1} << 27;
 };
 
 // A program that is not well-formed. `path` is a JSON pointer into the program document

@@ -23,6 +23,19 @@ int64_t sat_mul(int64_t a, int64_t b) {
 // One observed tensor: its elements, plus its dtype, shape and flags.
 int64_t tensor_values(int64_t numel) { return sat_add(numel, 16); }
 
+// A name as observed (a key or a list entry): one value, and one more per 8 bytes of it.
+int64_t name_values(const std::string& name) { return 1 + static_cast<int64_t>(name.size() / 8); }
+
+// Nodes of an expression counted as evaluated (a subexpression shared in memory counts at each use).
+int64_t expr_nodes(const Expr& e, std::unordered_map<const Expr*, int64_t>& memo) {
+  auto it = memo.find(&e);
+  if (it != memo.end()) return it->second;
+  int64_t n = 1;
+  for (const ExprPtr& a : e.args) n = sat_add(n, expr_nodes(*a, memo));
+  memo.emplace(&e, n);
+  return n;
+}
+
 // Element operations of evaluating an expression once (its backward is a multiple of it, see below).
 class ExprCost {
  public:
@@ -31,7 +44,7 @@ class ExprCost {
   int64_t of(const Expr& e) {
     auto it = cost_.find(&e);
     if (it != cost_.end()) return it->second;
-    int64_t c = own(e);
+    int64_t c = sat_add(own(e), 64);  // and a node's own cost: dispatch, graph bookkeeping
     for (const ExprPtr& a : e.args) c = sat_add(c, of(*a));
     cost_.emplace(&e, c);
     return c;
@@ -82,12 +95,15 @@ class CostWalk {
       numel_[ps.name] = numel(ps.shape);
       all_elements_ = sat_add(all_elements_, numel(ps.shape));
     }
+    for (const ParamSpec& ps : p.params) names_ = sat_add(names_, name_values(ps.name));
     if (p.optimizer) {
       state_tensors_ = static_cast<int64_t>(describe(p.optimizer->kind).state.size());
       groups_ = static_cast<int64_t>(p.optimizer->groups.size());
-      for (const ParamGroupSpec& g : p.optimizer->groups)
-        group_entries_ = sat_add(group_entries_, static_cast<int64_t>(g.params.size()));
-      if (groups_ == 0) groups_ = 1;
+      for (const ParamGroupSpec& g : p.optimizer->groups) add_group_entries(g.params);
+      if (groups_ == 0) {  // a list of tensors: one group of every parameter
+        groups_ = 1;
+        for (const ParamSpec& ps : p.params) add_group_entries({ps.name});
+      }
     }
   }
 
@@ -113,16 +129,21 @@ class CostWalk {
         if (a.gradient) cost_.arithmetic = sat_add(cost_.arithmetic, static_cast<int64_t>(a.gradient->size()));
         break;
       case ActionKind::ZeroGrad:
+        cost_.arithmetic = sat_add(cost_.arithmetic, sat_add(all_elements_, group_elements_));
+        break;
       case ActionKind::SetGradNone:
         cost_.arithmetic = sat_add(cost_.arithmetic, all_elements_);
         break;
-      case ActionKind::Step:
-        cost_.arithmetic = sat_add(cost_.arithmetic, sat_mul(all_elements_, 16));
+      case ActionKind::Step:  // every entry of every group is stepped (a parameter listed twice, twice: SEM-7.4)
+        cost_.arithmetic =
+            sat_add(cost_.arithmetic, sat_add(sat_mul(group_elements_, 16), sat_mul(group_entries_, 64)));
         break;
       case ActionKind::HoldGrad: {
         auto it = numel_.find(a.param);
         const int64_t n = it == numel_.end() ? 0 : it->second;
-        handles_[a.handle] = std::max(handles_[a.handle], n);
+        int64_t& held = handles_[a.handle];
+        if (held == 0) names_ = sat_add(names_, name_values(a.handle));
+        held = std::max(held, n);
         cost_.arithmetic = sat_add(cost_.arithmetic, n);
         break;
       }
@@ -130,25 +151,35 @@ class CostWalk {
         break;
       case ActionKind::AddParamGroup:
         groups_ = sat_add(groups_, 1);
-        group_entries_ = sat_add(group_entries_, static_cast<int64_t>(a.new_group.params.size()));
+        add_group_entries(a.new_group.params);
         break;
     }
     observe();
   }
 
   const ProgramCost& cost() const { return cost_; }
+  int64_t group_entries() const { return group_entries_; }
 
  private:
   // What one record observes (SEMANTICS §8), as an upper bound.
+  void add_group_entries(const std::vector<std::string>& params) {
+    for (const std::string& name : params) {
+      auto it = numel_.find(name);
+      group_elements_ = sat_add(group_elements_, it == numel_.end() ? 0 : it->second);
+      group_entry_values_ = sat_add(group_entry_values_, name_values(name));
+    }
+    group_entries_ = sat_add(group_entries_, static_cast<int64_t>(params.size()));
+  }
+
   void observe() {
-    int64_t v = 4;  // action name, error kind and message
+    int64_t v = sat_add(4, names_);  // action name, error kind and message; parameter and handle names
     for (const ParamSpec& ps : p_.params) {
       const int64_t n = numel(ps.shape);
       // name, value, grad and its flags, same_as_previous; state: exists, step and its tensors.
       v = sat_add(v, sat_add(sat_mul(tensor_values(n), 2 + state_tensors_), 8));
     }
     for (const auto& [name, n] : handles_) v = sat_add(v, sat_add(tensor_values(n), 2));
-    v = sat_add(v, sat_add(group_entries_, sat_mul(groups_, 16)));
+    v = sat_add(v, sat_add(group_entry_values_, sat_mul(groups_, 16)));
     if (has_output_) v = sat_add(v, sat_add(tensor_values(output_numel_), 2));
     cost_.observed_values = sat_add(cost_.observed_values, v);
     cost_.arithmetic = sat_add(cost_.arithmetic, sat_mul(v, 2));  // observing, then comparing
@@ -160,7 +191,10 @@ class CostWalk {
   int64_t all_elements_ = 0;
   int64_t state_tensors_ = 0;
   int64_t groups_ = 0;
-  int64_t group_entries_ = 0;
+  int64_t group_entries_ = 0;       // parameters listed in groups, repeats included
+  int64_t group_elements_ = 0;      // their elements, repeats included
+  int64_t group_entry_values_ = 0;  // their names as observed
+  int64_t names_ = 0;               // parameter and handle names as observed
   std::map<std::string, int64_t> handles_;  // handle name -> elements of what it may hold
   int64_t held_cost_ = 0;
   int64_t output_numel_ = 0;
@@ -195,12 +229,30 @@ ProgramCost program_cost(const Program& p, const ProgramLimits& limits) {
 }
 
 void check_program_cost(const Program& p, const ProgramLimits& limits) {
+  // Expression sizes first: the cost walk visits every node.
+  std::unordered_map<const Expr*, int64_t> memo;
+  auto check_nodes = [&](const ExprPtr& e, const std::string& path) {
+    if (e && expr_nodes(*e, memo) > limits.max_expr_nodes)
+      throw ProgramError(path, "the expression has more than the limit of " + std::to_string(limits.max_expr_nodes) +
+                                   " nodes");
+  };
+  check_nodes(p.loss, "/loss");
+  for (size_t i = 0; i < p.actions.size(); ++i) check_nodes(p.actions[i].loss, "/actions/" + std::to_string(i) + "/loss");
+
   CostWalk walk(p, limits);
+  auto check_entries = [&](const std::string& path) {
+    if (walk.group_entries() > limits.max_group_entries)
+      throw ProgramError(path, "more than the limit of " + std::to_string(limits.max_group_entries) +
+                                   " parameters listed in param groups (all groups together, repeats included)");
+  };
+  check_entries("/optimizer");
   walk.init();
   check(walk.cost(), limits, "/params", "in its init record");
   for (size_t i = 0; i < p.actions.size(); ++i) {
     walk.action(p.actions[i]);
-    check(walk.cost(), limits, "/actions/" + std::to_string(i), "by this action");
+    const std::string path = "/actions/" + std::to_string(i);
+    check_entries(path);
+    check(walk.cost(), limits, path, "by this action");
   }
 }
 

@@ -126,8 +126,52 @@ TEST(ProgramCost, ArithmeticLimitNamesTheForward) {
   // A 64 x 64 matmul repeated is fine.
   p.params = {{"w", DType::Float32, {64, 64}, std::vector<double>(64 * 64, 0.5)}};
   p.loss = sum(binary(Op::Matmul, param("w"), param("w")));
-  p.actions.assign(100, forward);
+  p.actions.assign(50, forward);
   EXPECT_NO_THROW(validate(p));
+}
+
+// A parameter may be listed many times (SEMANTICS §7.4: stepped once per listing): the listings are bounded, and
+// stepped ones are counted as often as listed.
+TEST(ProgramCost, GroupListingsAreBoundedAndCountedAsListed) {
+  Program p;
+  p.params.push_back({"w", DType::Float32, {4096}, std::vector<double>(4096, 0.5)});
+  OptimizerSpec sgd;
+  sgd.defaults.lr = 0.1;
+  sgd.groups.push_back({std::vector<std::string>(2000, "w"), std::nullopt});
+  p.optimizer = sgd;
+  expect_rejected_at(p, "/optimizer", "1024 parameters listed in param groups");
+  p.optimizer->groups[0].params.resize(1000);
+  Action step;
+  step.kind = ActionKind::Step;
+  p.actions = {step};
+  const int64_t listed_1000 = program_cost(p).arithmetic;
+  p.optimizer->groups[0].params.resize(1);
+  EXPECT_GT(listed_1000, 500 * program_cost(p).arithmetic);
+  // add_param_group counts too, at the action that passes the limit.
+  p.optimizer->groups[0].params.assign(1000, "w");
+  Action add;
+  add.kind = ActionKind::AddParamGroup;
+  add.new_group.params.assign(30, "w");
+  p.actions = {add};
+  expect_rejected_at(p, "/actions/0", "parameters listed in param groups");
+}
+
+// Expressions are bounded in nodes (a million 0-d nodes cost little arithmetic each but a lot of graph).
+TEST(ProgramCost, ExpressionNodesAreBounded) {
+  Program p;
+  p.params.push_back({"s", DType::Float32, {}, {1}});
+  ExprPtr e = param("s");
+  for (int i = 0; i < 5000; ++i) e = add(e, param("s"));  // depth 5000 too: the node count is checked first
+  p.loss = sum(e);
+  ProgramLimits limits;
+  limits.max_expr_depth = 100000;
+  try {
+    check_program_cost(p, limits);
+    FAIL() << "accepted";
+  } catch (const ProgramError& err) {
+    EXPECT_EQ(err.path(), "/loss");
+    EXPECT_NE(std::string(err.what()).find("4096 nodes"), std::string::npos) << err.what();
+  }
 }
 
 // A parameter of 2^20 elements may be declared (max_elements_per_tensor), but every record observes it with its

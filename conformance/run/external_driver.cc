@@ -121,9 +121,16 @@ void ExternalDriver::kill() {
 // that clears its environment escapes this; none of a driver's usual tools (shells, interpreters) do.
 void ExternalDriver::kill_descendants() {
   if (token_.empty()) return;
+  // Again while a pass finds one (a process may fork while the list is read), a few passes at most.
+  for (int pass = 0; pass < 4 && kill_token_holders_once() > 0; ++pass) {
+  }
+}
+
+int ExternalDriver::kill_token_holders_once() {
+  int killed = 0;
   const std::string needle = std::string(kTokenVariable) + "=" + token_;
   DIR* proc = ::opendir("/proc");
-  if (!proc) return;
+  if (!proc) return 0;
   const pid_t self = ::getpid();
   while (dirent* e = ::readdir(proc)) {
     char* end = nullptr;
@@ -142,12 +149,14 @@ void ExternalDriver::kill_descendants() {
       if (stop == std::string::npos) stop = env.size();
       if (env.compare(at, stop - at, needle) == 0) {
         ::kill(static_cast<pid_t>(pid), SIGKILL);
+        ++killed;
         break;
       }
       at = stop + 1;
     }
   }
   ::closedir(proc);
+  return killed;
 }
 
 // stderr written after the last answer belongs to no program: read it before the next request (else the next
@@ -157,7 +166,10 @@ bool ExternalDriver::drain_stderr_between_programs() {
   char chunk[65536];
   size_t drained = 0;
   int wait_ms = 0;  // nothing waiting: no delay at all; once something came, until 20 ms of quiet
-  while (true) {
+  // At most 100 ms in all: a driver that keeps logging is read on during the exchange, where what comes before it
+  // reads the request is not charged either (request()).
+  const auto deadline = Clock::now() + std::chrono::milliseconds(100);
+  while (Clock::now() < deadline) {
     pollfd err{stderr_fd_, POLLIN, 0};
     const int pr = ::poll(&err, 1, wait_ms);
     if (pr < 0 && errno == EINTR) continue;
@@ -179,6 +191,7 @@ bool ExternalDriver::drain_stderr_between_programs() {
     }
     wait_ms = 20;
   }
+  return true;
 }
 
 bool ExternalDriver::spawn(std::string& error) {
@@ -214,11 +227,10 @@ bool ExternalDriver::spawn(std::string& error) {
   static std::atomic<uint64_t> next_token{0};
   token_ = fmt::format("{}-{}", ::getpid(), next_token++);
   const std::string token_entry = std::string(kTokenVariable) + "=" + token_;
-  std::vector<char*> env;
+  std::vector<char*> env{const_cast<char*>(token_entry.c_str())};  // first: found early in /proc/*/environ
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, kTokenVariable, std::strlen(kTokenVariable)) != 0 || (*e)[std::strlen(kTokenVariable)] != '=')
       env.push_back(*e);
-  env.push_back(const_cast<char*>(token_entry.c_str()));
   env.push_back(nullptr);
   pid_t pid = -1;
   int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, env.data());
@@ -346,8 +358,8 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
         if (x.stderr_bytes > options_.max_stderr_bytes) {
           // Still flooding from before this request, which it has not read: not this program's (request()).
           int unread = 0;
-          x.read_request = !(written > 0 && stdin_fd_ >= 0 && ::ioctl(stdin_fd_, FIONREAD, &unread) == 0 &&
-                             static_cast<size_t>(unread) >= written);
+          x.read_request = !(stdin_fd_ >= 0 && ::ioctl(stdin_fd_, FIONREAD, &unread) == 0 &&
+                             (written == 0 || static_cast<size_t>(unread) >= written));
           return finish(DriverReply::Status::StderrFlood,
                         fmt::format("the driver wrote more than {} bytes on stderr for one program (killed)",
                                     options_.max_stderr_bytes));
@@ -519,7 +531,10 @@ DriverReply ExternalDriver::request(const std::string& line) {
     // its whole timeout).
     if (pid_ > 0 && stdin_fd_ >= 0) {
       pollfd in{stdin_fd_, POLLOUT, 0};
-      if (::poll(&in, 1, 0) == 1 && (in.revents & POLLERR)) kill();
+      if (::poll(&in, 1, 0) == 1 && (in.revents & POLLERR)) {
+        kill();
+        ++replaced_after_exit_;
+      }
     }
     drain_stderr_between_programs();
     if (!ensure_started()) return failed();
@@ -529,6 +544,7 @@ DriverReply ExternalDriver::request(const std::string& line) {
     // between): its exit is no fault of this program, which goes to a new process, once (issue 14).
     if (x.status == DriverReply::Status::Exited && !x.read_request && !old_protocol_ && !retried_unread) {
       retried_unread = true;
+      ++replaced_after_exit_;
       continue;
     }
     // The same for a flood on stderr that began after the last answer and went on before it read this request.
@@ -589,7 +605,7 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
   try {
     doc = parse_json_text(line, 512);
   } catch (const JsonError& e) {
-    return garbage("", std::string("not JSON: ") + e.what());
+    return garbage(e.pointer(), "not JSON: " + e.message());
   }
   if (!doc.is_object()) return garbage("", std::string("expected an object, got ") + json_type_name(doc));
   try {

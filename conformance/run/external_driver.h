@@ -134,6 +134,8 @@ class ExternalDriver {
   // Drivers replaced between two programs because they flooded stderr after an answer (more than
   // max_stderr_bytes before the next request): the flood is no program's, so none is charged with it.
   int replaced_after_stderr_flood() const { return replaced_after_stderr_flood_; }
+  // Drivers that exited (or closed stdin) after an answer without reading the next request: replaced the same way.
+  int replaced_after_exit() const { return replaced_after_exit_; }
 
   // Every process a driver starts carries this variable in its environment, with a value of its own driver
   // process: kill() finds them by it, also those that left the process group (setsid) or were orphaned.
@@ -162,6 +164,7 @@ class ExternalDriver {
   std::string reap();  // waits a moment for the exited driver; "exited with status 3" / "was killed by ..."
   void close_fds();
   void kill_descendants();  // every process whose environment holds this driver's token
+  int kill_token_holders_once();  // one pass over /proc: how many it killed
   bool drain_stderr_between_programs();  // false: it floods, and was killed
 
   std::string command_;
@@ -182,6 +185,7 @@ class ExternalDriver {
   std::string startup_stderr_;  // of the start-up that failed last
   std::string token_;           // kTokenVariable's value for the current process ("" before the first)
   int replaced_after_stderr_flood_ = 0;
+  int replaced_after_exit_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------------------

@@ -207,6 +207,16 @@ TEST(ExternalDriver, StderrAfterAnAnswerWithinTheLimitKeepsTheDriver) {
   EXPECT_EQ(d.replaced_after_stderr_flood(), 0);
 }
 
+// The pid a driver's child writes to `file`, waiting up to 2 s for it; -1 when none came.
+pid_t pid_written_to(const std::string& file) {
+  pid_t pid = -1;
+  for (int i = 0; i < 200 && pid <= 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream(file) >> pid;
+  }
+  return pid;
+}
+
 // Running (a zombie waiting for a parent that does not reap it counts as dead).
 bool process_alive(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -225,10 +235,7 @@ TEST(ExternalDriver, ChildrenThatLeftTheProcessGroupAreKilled) {
     ExternalDriver d(with_hello(body + "read l; echo one; read l; sleep 60"), quick(500ms));
     DriverReply a = d.request("a");
     ASSERT_EQ(a.status, Status::Line) << a.detail;
-    for (int i = 0; i < 200 && child <= 0; ++i) {
-      std::this_thread::sleep_for(10ms);
-      std::ifstream(pid_file) >> child;
-    }
+    child = pid_written_to(pid_file);
     ASSERT_GT(child, 0);
     EXPECT_TRUE(process_alive(child));
     DriverReply b = d.request("b");  // it never answers: killed at the timeout, with the child
@@ -242,10 +249,7 @@ TEST(ExternalDriver, ChildrenThatLeftTheProcessGroupAreKilled) {
   {
     ExternalDriver d(with_hello(body + "while read l; do echo \"$l\"; done"), quick(2000ms));
     ASSERT_EQ(d.request("a").status, Status::Line);
-    for (int i = 0; i < 200 && child <= 0; ++i) {
-      std::this_thread::sleep_for(10ms);
-      std::ifstream(pid_file) >> child;
-    }
+    child = pid_written_to(pid_file);
     ASSERT_GT(child, 0);
   }
   std::this_thread::sleep_for(50ms);
@@ -262,11 +266,7 @@ TEST(ExternalDriver, ChildHoldingThePipesIsKilledWithItsDriver) {
                               "; exec sleep 60' <&3 & exit 0"),
                    quick(500ms));
   ASSERT_EQ(d.request("a").status, Status::Line);
-  pid_t child = -1;
-  for (int i = 0; i < 200 && child <= 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-    std::ifstream(pid_file) >> child;
-  }
+  const pid_t child = pid_written_to(pid_file);
   ASSERT_GT(child, 0);
   DriverReply b = d.request("b");
   EXPECT_EQ(b.status, Status::TimedOut) << b.detail;
@@ -556,11 +556,9 @@ TEST(DriverProtocol, UnknownAnnouncedFieldIsDroppedNotGarbage) {
 // A hello that names a field every answer carries anyway ("param.grad") changes nothing: the field is read as
 // always (it was deleted from every parameter, every answer then garbage).
 TEST(DriverProtocol, AnnouncingABaselineFieldDropsNothing) {
-  Program p = small_program();
-  auto engine = make_impl_engine();
   nlohmann::ordered_json answer;
   answer["id"] = "c";
-  answer["trace"] = trace_to_json(run_program(p, *engine));
+  answer["trace"] = trace_to_json(run_program(small_program(), *make_impl_engine()));
   const DriverOutcome out = parse_driver_answer(answer.dump(), "c", {"param.grad", "param.values", "param.state"});
   ASSERT_EQ(out.kind, DriverOutcome::Kind::Trace) << out.failure;
   EXPECT_TRUE(out.trace.records.back().state.params[0].grad.defined);

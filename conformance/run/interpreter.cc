@@ -1,5 +1,6 @@
 #include "conformance/run/interpreter.h"
 
+#include <new>
 #include <exception>
 
 namespace lockstep {
@@ -15,6 +16,8 @@ std::optional<ErrorObservation> capture_error(F&& body) {
     return std::nullopt;
   } catch (const EngineError& e) {
     return ErrorObservation{e.kind(), e.what()};
+  } catch (const std::bad_alloc&) {
+    throw;  // the machine's fault, not the engine's: lockstep says "out of memory" (tools/main.cc)
   } catch (const std::exception& e) {
     return ErrorObservation{error_kind::kOther, e.what()};
   } catch (...) {
