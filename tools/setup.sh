@@ -80,7 +80,7 @@ case "$mode" in
     cmake --preset sanitize
     cmake --build --preset sanitize
     ctest --preset sanitize
-    ./build-sanitize/lockstep run --engine impl --count 200 --seed 20261121 --max-size 40 \
+    ./build-sanitize/lockstep run --engine impl --count 1000 --seed 20261121 --max-size 40 \
       --report-dir build-sanitize/reports
     bash fuzz/run_fuzzers.sh build-sanitize build-sanitize/fuzz-work -max_total_time=8
     ;;
