@@ -159,10 +159,18 @@ int ExternalDriver::kill_token_holders_once() {
   return killed;
 }
 
+// Whether the driver read any of the last `n` bytes written to its stdin: the bytes still in the pipe tell (Linux
+// answers FIONREAD on either end of a pipe, also after the reader is gone). Unknown counts as read.
+bool ExternalDriver::read_some_of_last(size_t n) const {
+  int unread = 0;
+  if (stdin_fd_ < 0 || ::ioctl(stdin_fd_, FIONREAD, &unread) != 0) return true;
+  return n > 0 && static_cast<size_t>(unread) < n;
+}
+
 // stderr written after the last answer belongs to no program: read it before the next request (else the next
 // program is charged with it, issue 14). A driver still writing after max_stderr_bytes floods: it is replaced.
-bool ExternalDriver::drain_stderr_between_programs() {
-  if (pid_ <= 0 || stderr_fd_ < 0) return true;
+void ExternalDriver::drain_stderr_between_programs() {
+  if (pid_ <= 0 || stderr_fd_ < 0) return;
   char chunk[65536];
   size_t drained = 0;
   int wait_ms = 0;  // nothing waiting: no delay at all; once something came, until 20 ms of quiet
@@ -173,25 +181,24 @@ bool ExternalDriver::drain_stderr_between_programs() {
     pollfd err{stderr_fd_, POLLIN, 0};
     const int pr = ::poll(&err, 1, wait_ms);
     if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0 || !(err.revents & (POLLIN | POLLHUP | POLLERR))) return true;
+    if (pr <= 0 || !(err.revents & (POLLIN | POLLHUP | POLLERR))) return;
     const ssize_t r = ::read(stderr_fd_, chunk, sizeof chunk);
     if (r == 0) {
       close_fd(stderr_fd_);
-      return true;
+      return;
     }
     if (r < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      return true;
+      return;
     }
     drained += static_cast<size_t>(r);
     if (drained > options_.max_stderr_bytes) {
       kill();
       ++replaced_after_stderr_flood_;
-      return false;
+      return;
     }
     wait_ms = 20;
   }
-  return true;
 }
 
 bool ExternalDriver::spawn(std::string& error) {
@@ -357,9 +364,7 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
         x.stderr_bytes += static_cast<size_t>(r);
         if (x.stderr_bytes > options_.max_stderr_bytes) {
           // Still flooding from before this request, which it has not read: not this program's (request()).
-          int unread = 0;
-          x.read_request = !(stdin_fd_ >= 0 && ::ioctl(stdin_fd_, FIONREAD, &unread) == 0 &&
-                             (written == 0 || static_cast<size_t>(unread) >= written));
+          x.read_request = read_some_of_last(written);
           return finish(DriverReply::Status::StderrFlood,
                         fmt::format("the driver wrote more than {} bytes on stderr for one program (killed)",
                                     options_.max_stderr_bytes));
@@ -383,14 +388,10 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
             x.stderr_bytes += static_cast<size_t>(e);
           }
         }
-        // Did it read anything we wrote? The bytes still in its stdin pipe tell (Linux answers FIONREAD on
-        // either end of a pipe, also after the reader is gone). Unknown counts as read: the driver is then
+        // Did it read anything we wrote, of this request and at all? Unknown counts as read: the driver is then
         // taken for an old one and started again, which is always safe.
-        int unread = 0;
-        const bool unread_known = stdin_fd_ >= 0 && ::ioctl(stdin_fd_, FIONREAD, &unread) == 0;
-        x.read_request = !unread_known || (written > 0 && static_cast<size_t>(unread) < written);
-        x.read_input = written_ > 0 && (stdin_fd_ < 0 || ::ioctl(stdin_fd_, FIONREAD, &unread) != 0 ||
-                                        static_cast<size_t>(unread) < written_);
+        x.read_request = read_some_of_last(written);
+        x.read_input = written_ > 0 && read_some_of_last(written_);
         x.what = reap();
         x.exit_status = last_exit_status_;
         std::string partial = stdout_buffer_.empty()

@@ -165,7 +165,8 @@ class ExternalDriver {
   void close_fds();
   void kill_descendants();  // every process whose environment holds this driver's token
   int kill_token_holders_once();  // one pass over /proc: how many it killed
-  bool drain_stderr_between_programs();  // false: it floods, and was killed
+  void drain_stderr_between_programs();  // a driver still flooding is killed (the next request starts a new one)
+  bool read_some_of_last(size_t n) const;  // of the last n bytes written to its stdin; unknown counts as read
 
   std::string command_;
   DriverOptions options_;
