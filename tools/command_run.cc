@@ -9,11 +9,21 @@
 // candidates through the same implementation, driver included, and reported with the shrunk program, the
 // first differing action and field, the driver's stderr and a reproduce command. `--engine oracle` is the
 // self-check: LibTorch against a second LibTorch, free-running (the harness and LibTorch's determinism).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -29,6 +39,8 @@
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
+#include "conformance/report/report_reader.h"
+#include "conformance/report/report_shards.h"
 #include "conformance/generate/shrink.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
@@ -52,7 +64,7 @@ struct Tally {
 
 class Progress {
  public:
-  explicit Progress(int64_t total) : total_(total), tty_(isatty(STDOUT_FILENO) == 1) {}
+  Progress(int64_t total, bool shown) : total_(total), tty_(shown && isatty(STDOUT_FILENO) == 1) {}
   void show(int64_t done, const Tally& t) {
     if (!tty_) return;
     fmt::print("\r  [{}/{}] {} passed, {} failed, {} known", done, total_, t.passed, t.failed, t.known);
@@ -67,10 +79,92 @@ class Progress {
   bool tty_;
 };
 
+// What one process of a run prints: everything (a run in one process), or, for a worker of --jobs, only the header
+// (the parent prints the case lines and the summary of the merged report).
+struct RunOutput {
+  bool case_lines = true;
+  bool summary = true;
+};
+
+// The line(s) a case gets on stdout: a failure or a known named case; a failing random program with its shrunk
+// size and reproduce line. `named`: a named case (else a random program).
+void print_case_line(const CaseReport& r, bool named) {
+  if (named) {
+    if (r.status != CaseStatus::Passed)
+      fmt::print("  {}  {}: {}\n", r.status == CaseStatus::Failed ? "FAIL " : "known", r.id,
+                 printable_utf8(r.known_reason.empty() ? r.result.failure_summary() : r.known_reason));
+    return;
+  }
+  if (r.status != CaseStatus::Failed) return;
+  fmt::print("  FAIL   {}: {}\n         shrunk to {} in {} steps; reproduce: {}\n", r.id,
+             printable_utf8(r.result.failure_summary()), r.program ? describe(program_size(*r.program)) : "?",
+             r.shrink_steps.value_or(0), printable_utf8(r.reproduce_command));
+  if (!r.result.driver_stderr.empty())
+    fmt::print("         driver stderr: {}\n", printable_utf8(r.result.driver_stderr.substr(0, 1000)));
+}
+
+// The end of a run (one process, or the merged report of --jobs): unused expectations, features not exercised,
+// the reports, the table. `named_cases`: how many of the report's cases (the first) are named cases.
+int finish_run(const RunArgs& args, const RunReport& report, size_t named_cases, Clock::time_point t0) {
+  for (const std::string& u : report.unused_expectations) fmt::print("  unused expectation: {}\n", u);
+  if (report.coverage && !report.coverage->not_exercised.empty())
+    fmt::print("  in scope but not exercised: {}\n", fmt::join(report.coverage->not_exercised, ", "));
+  try {
+    write_reports(args.report_dir, report, "lockstep-report");
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  Tally named, random;
+  for (size_t i = 0; i < report.cases.size(); ++i) (i < named_cases ? named : random).add(report.cases[i].status);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  fmt::print("\n  {:<14} {:>7} {:>7} {:>7} {:>7}\n", "", "total", "passed", "failed", "known");
+  auto row = [](const char* what, const Tally& t) {
+    fmt::print("  {:<14} {:>7} {:>7} {:>7} {:>7}\n", what, t.passed + t.failed + t.known, t.passed, t.failed,
+               t.known);
+  };
+  row("named cases", named);
+  row("random", random);
+  fmt::print("{} passed, {} failed ({:.1f} s; seed {}, max size {}{})\n", named.passed + random.passed,
+             named.failed + random.failed, secs, args.seed, args.max_size,
+             report.shard ? fmt::format("; shard {} of {}", report.shard->index, report.shard->total) : "");
+  return named.failed + random.failed ? kExitDiscrepancies : kExitOk;
+}
+
+int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& output, Clock::time_point t0);
+int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock::time_point t0);
+
 }  // namespace
 
 int command_run(const RunArgs& args) {
   const auto t0 = Clock::now();
+  // The slice of the run (report_shards.h): --shard, else GoogleTest's variables; --case and --index run their one
+  // case wherever they are (a reproduce line works inside a sharded CI job too).
+  ShardSpec shard;
+  const bool single_case = !args.only_case.empty() || args.only_index >= 0;
+  try {
+    if (!args.shard.empty()) {
+      if (single_case) throw std::invalid_argument("--shard splits a run; --case and --index run one case");
+      shard = parse_shard_spec(args.shard);
+    } else if (const std::optional<ShardSpec> env = shard_from_environment(); env && !single_case) {
+      shard = *env;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep run: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  // Workers: --jobs, else the machine's cores; never more than this slice has random programs.
+  int64_t jobs = args.jobs > 0 ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = std::min<int64_t>(jobs, std::max<int64_t>(1, programs_in_shard(shard, args.count)));
+  if (single_case) jobs = 1;
+  if (jobs > 1) return run_in_workers(args, shard, static_cast<int>(jobs), t0);
+  pin_oracle_threads();
+  return run_slice(args, shard, RunOutput{}, t0);
+}
+
+namespace {
+
+int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& output, Clock::time_point t0) {
   std::vector<NamedCase> cases;
   Expectations expectations;
   Tolerance tolerance;
@@ -143,6 +237,7 @@ int command_run(const RunArgs& args) {
   report.count = args.count;
   report.max_size = args.max_size;
   report.mode = options.mode;
+  if (shard.total > 1) report.shard = ReportShard{shard.index, shard.total, 0};
 
   std::string prefix = fmt::format("lockstep run --engine {}{}", shell_quote(args.engine),
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));
@@ -177,7 +272,7 @@ int command_run(const RunArgs& args) {
 
   // Named cases: the claim checks on the implementation's own trace, then the comparison with the oracle.
   bool default_case_ran = false;  // zero_grad_default.h: the case that checks the implementation's default
-  if (args.only_index < 0) {
+  if (args.only_index < 0 && shard.index == 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
       std::string why;
@@ -194,12 +289,12 @@ int command_run(const RunArgs& args) {
       r.areas = feature_areas(c.program);
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);
-      if (r.status != CaseStatus::Passed)
-        fmt::print("  {}  {}: {}\n", r.status == CaseStatus::Failed ? "FAIL " : "known", c.id,
-                   printable_utf8(r.known_reason.empty() ? r.result.failure_summary() : r.known_reason));
+      if (output.case_lines) print_case_line(r, true);
       report.cases.push_back(std::move(r));
     }
   }
+  const size_t named_cases = report.cases.size();
+  if (report.shard) report.shard->named_cases = static_cast<int64_t>(named_cases);
 
   // Random programs: program i is a pure function of (seed, i). --index runs that one program whatever
   // --count says.
@@ -216,8 +311,10 @@ int command_run(const RunArgs& args) {
       random_prefix += fmt::format(" --special-values-every {}", args.special_values_every);
     const int64_t first = args.only_index >= 0 ? args.only_index : 0;
     const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
-    Progress progress(end - first);
+    Progress progress(args.only_index >= 0 ? 1 : programs_in_shard(shard, args.count), output.case_lines);
+    int64_t done = 0;
     for (int64_t i = first; i < end; ++i) {
+      if (args.only_index < 0 && !in_shard(shard, i)) continue;
       std::string id = fmt::format("random-{}", i);
       std::optional<rc::Shrinkable<Program>> generated;
       try {
@@ -257,12 +354,9 @@ int command_run(const RunArgs& args) {
         } else {
           r.program = program;  // the shrunk program no longer failed (a flaky driver): report the original
         }
+        r.shrink_steps = stats.steps;
         progress.clear();
-        fmt::print("  FAIL   {}: {}\n         shrunk to {} in {} steps; reproduce: {}\n", id,
-                   printable_utf8(r.result.failure_summary()), describe(program_size(*r.program)), stats.steps,
-                   printable_utf8(r.reproduce_command));
-        if (!r.result.driver_stderr.empty())
-          fmt::print("         driver stderr: {}\n", printable_utf8(r.result.driver_stderr.substr(0, 1000)));
+        if (output.case_lines) print_case_line(r, false);
       } else if (r.status == CaseStatus::Known) {
         r.program = program;
       } else {
@@ -272,7 +366,7 @@ int command_run(const RunArgs& args) {
       r.areas = feature_areas(r.program ? *r.program : program);
       random.add(r.status);
       report.cases.push_back(std::move(r));
-      progress.show(i - first + 1, random);
+      progress.show(++done, random);
     }
     progress.clear();
   }
@@ -288,27 +382,122 @@ int command_run(const RunArgs& args) {
     std::cerr << "see --features/--exclude-features, the driver's hello, its profile)\n";
     return kExitInputError;
   }
-  for (const std::string& u : report.unused_expectations) fmt::print("  unused expectation: {}\n", u);
-  if (!report.coverage->not_exercised.empty())
-    fmt::print("  in scope but not exercised: {}\n", fmt::join(report.coverage->not_exercised, ", "));
-  try {
-    write_reports(args.report_dir, report, "lockstep-report");
-  } catch (const std::exception& e) {
-    std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
+  if (!output.summary) {  // a worker of --jobs: its report is merged by the parent
+    try {
+      write_reports(args.report_dir, report, "lockstep-report", false);
+    } catch (const std::exception& e) {
+      std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
+      return kExitInputError;
+    }
+    return named.failed + random.failed ? kExitDiscrepancies : kExitOk;
+  }
+  return finish_run(args, report, named_cases, t0);
+}
+
+// --jobs N: the slice runs in N worker processes, shards shard.index + w * shard.total of shard.total * N (w < N),
+// each writing its report into a temporary directory; their reports merged are this slice's report, byte for byte
+// what one process writes (report_shards.h). Workers are forked before anything starts a thread or a driver, so
+// each has its own LibTorch (one intra-op thread), its own engines and its own driver process.
+int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock::time_point t0) {
+  namespace fs = std::filesystem;
+  std::string pattern = (fs::temp_directory_path() / "lockstep-jobs.XXXXXX").string();
+  if (!mkdtemp(pattern.data())) {
+    std::cerr << "lockstep run: cannot create a temporary directory for --jobs: " << std::strerror(errno) << "\n";
     return kExitInputError;
   }
+  const fs::path work = pattern;
+  struct RemoveOnExit {
+    fs::path dir;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_work{work};
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids;
+  for (int w = 0; w < jobs; ++w) {
+    const fs::path dir = work / std::to_string(w);
+    fs::create_directories(dir);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::cerr << "lockstep run: cannot start worker " << w << " of --jobs " << jobs << ": " << std::strerror(errno) << "\n";
+      for (pid_t p : pids) kill(p, SIGKILL);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      return kExitInputError;
+    }
+    if (pid == 0) {
+      // The worker: stdout and stderr into its directory, the parent prints them when all are done.
+      const int out = open((dir / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      const int err = open((dir / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) _exit(kExitInputError);
+      RunArgs worker = args;
+      worker.report_dir = (dir / "report").string();
+      int code = kExitInputError;
+      try {
+        pin_oracle_threads();
+        code = run_slice(worker, {shard.index + w * shard.total, shard.total * jobs}, RunOutput{false, false}, t0);
+      } catch (const std::bad_alloc&) {
+        std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\")\n";
+      } catch (const std::exception& e) {
+        std::cerr << "lockstep run: " << e.what() << "\n";
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
 
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  fmt::print("\n  {:<14} {:>7} {:>7} {:>7} {:>7}\n", "", "total", "passed", "failed", "known");
-  auto row = [](const char* what, const Tally& t) {
-    fmt::print("  {:<14} {:>7} {:>7} {:>7} {:>7}\n", what, t.passed + t.failed + t.known, t.passed, t.failed,
-               t.known);
+  // Every worker's end, then what they said: stderr once per distinct line (each worker warns about the same scope).
+  std::vector<int> codes;
+  std::string failed_worker;
+  for (size_t w = 0; w < pids.size(); ++w) {
+    int status = 0;
+    while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR) {}
+    int code = kExitInputError;
+    if (WIFEXITED(status)) code = WEXITSTATUS(status);
+    else if (failed_worker.empty())
+      failed_worker = fmt::format("worker {} of --jobs {} was killed by signal {} ({})", w, jobs, WTERMSIG(status),
+                                  strsignal(WTERMSIG(status)));
+    codes.push_back(code);
+  }
+  auto read_all = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   };
-  row("named cases", named);
-  row("random", random);
-  fmt::print("{} passed, {} failed ({:.1f} s; seed {}, max size {})\n", named.passed + random.passed,
-             named.failed + random.failed, secs, args.seed, args.max_size);
-  return named.failed + random.failed ? kExitDiscrepancies : kExitOk;
+  std::set<std::string> said;
+  for (int w = 0; w < jobs; ++w) {
+    std::istringstream err(read_all(work / std::to_string(w) / "stderr"));
+    for (std::string line; std::getline(err, line);)
+      if (said.insert(line).second) std::cerr << line << "\n";
+  }
+  if (!failed_worker.empty()) {
+    std::cerr << "lockstep run: " << failed_worker << "\n";
+    return kExitInputError;
+  }
+  for (int code : codes)
+    if (code != kExitOk && code != kExitDiscrepancies) return code;  // its message is above
+
+  // The header is worker 0's (the handshake and the scope are the same in every worker).
+  fmt::print("{}", read_all(work / "0" / "stdout"));
+  std::vector<std::pair<std::string, RunReport>> reports;
+  RunReport merged;
+  try {
+    for (int w = 0; w < jobs; ++w) {
+      const std::string file = (work / std::to_string(w) / "report" / "lockstep-report.json").string();
+      reports.emplace_back(file, read_report_file(file));
+    }
+    merged = merge_shard_reports(reports, shard.total > 1 ? std::optional<ShardSpec>(shard) : std::nullopt);
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep run: merging the workers' reports: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  const size_t named_cases = static_cast<size_t>(reports.front().second.shard->named_cases);
+  for (size_t i = 0; i < merged.cases.size(); ++i) print_case_line(merged.cases[i], i < named_cases);
+  return finish_run(args, merged, named_cases, t0);
 }
+
+}  // namespace
 
 }  // namespace lockstep::tools

@@ -34,6 +34,8 @@ struct RunArgs {
   std::string features;                  // --features: within each category named, only these (feature_scope.h)
   std::string exclude_features;          // --exclude-features: never these
   std::string profile;                   // --profile NAME|FILE|none; empty: the one the driver's hello names
+  int64_t jobs = 0;                      // worker processes; 0: the machine's cores (report_shards.h)
+  std::string shard;                     // "i/n": only this slice (report_shards.h); empty: GTEST_* or the whole run
 };
 int command_run(const RunArgs& args);
 
@@ -51,5 +53,12 @@ struct MatrixArgs {
   bool strict = false;               // exit 1 when a failure is not explained by an expectation
 };
 int command_matrix(const MatrixArgs& args);
+
+struct MergeArgs {
+  std::vector<std::string> reports;  // the lockstep-report.json of every shard of one run
+  std::string report_dir = ".";
+};
+// The reports of the shards of one run as the reports of the whole run (report_shards.h); exit 1 when it failed.
+int command_merge(const MergeArgs& args);
 
 }  // namespace lockstep::tools

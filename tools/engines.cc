@@ -4,10 +4,13 @@
 
 #include "impl/engine_adapter.h"
 #include "tools/mutants/mutants.h"
+#include "oracle/torch_bench.h"
 #include "oracle/torch_engine.h"
 #include "tools/variants/variants.h"
 
 namespace lockstep::tools {
+
+void pin_oracle_threads() { torch_set_num_threads(1); }
 
 std::vector<std::string> engine_names() { return {"oracle", "impl"}; }
 

@@ -15,6 +15,9 @@ namespace lockstep::tools {
 std::unique_ptr<Engine> make_engine(const std::string& name, const std::string& mutant = "",
                                     const std::string& variant = "");
 std::vector<std::string> engine_names();
+// LibTorch's CPU kernels on one thread: results that do not depend on the machine's cores, and workers of
+// --jobs that do not compete for them. Call before the first engine is made.
+void pin_oracle_threads();
 // Whether `name` is a built-in engine (else: a driver command line).
 bool is_engine_name(const std::string& name);
 

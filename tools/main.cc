@@ -72,6 +72,22 @@ int main(int argc, char** argv) {
                   "driver's hello names");
   run->add_option("--index", run_args.only_index, "Run only this random program (to reproduce a failure)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--jobs,-j", run_args.jobs,
+                  "Worker processes (default: the machine's cores); the reports are those of one process")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  run->add_option("--shard", run_args.shard,
+                  "Run only slice INDEX/TOTAL (INDEX from 0): random program k when k % TOTAL == INDEX, the named "
+                  "cases in slice 0; default: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS when set. `lockstep merge` joins "
+                  "the slices' reports");
+
+  MergeArgs merge_args;
+  CLI::App* merge = app.add_subcommand(
+      "merge", "Merge the lockstep-report.json of every shard of one run (run --shard) into the reports of the "
+               "whole run; exit 1 when the run failed");
+  merge->add_option("reports", merge_args.reports, "lockstep-report.json of each shard")->required()
+      ->check(CLI::ExistingFile);
+  merge->add_option("--report-dir", merge_args.report_dir, "Where the merged Markdown, JSON and JUnit reports go")
+      ->capture_default_str();
 
   TraceArgs trace_args;
   CLI::App* trace = app.add_subcommand("trace", "Run one program and print its trace (JSON, or --table)");
@@ -186,6 +202,7 @@ int main(int argc, char** argv) {
     if (*mutants) return command_mutants(mutants_args);
     if (*replay) return command_replay(replay_args);
     if (*matrix) return command_matrix(matrix_args);
+    if (*merge) return command_merge(merge_args);
     if (*generate) return command_fixtures_generate(generate_args);
     if (*features) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();

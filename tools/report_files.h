@@ -10,7 +10,8 @@ namespace lockstep::tools {
 // A string quoted for a POSIX shell: 'it'\''s'.
 std::string shell_quote(const std::string& s);
 
-// Writes DIR/STEM.md, .json and .xml atomically (nothing when dir is empty) and prints where they went.
-void write_reports(const std::string& dir, const RunReport& report, const std::string& stem);
+// Writes DIR/STEM.md, .json and .xml atomically (nothing when dir is empty) and prints where they went (unless
+// `announce` is false).
+void write_reports(const std::string& dir, const RunReport& report, const std::string& stem, bool announce = true);
 
 }  // namespace lockstep::tools

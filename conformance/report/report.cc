@@ -322,6 +322,9 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
   j["seed"] = report.seed;
   j["count"] = report.count;
   j["max_size"] = report.max_size;
+  if (report.shard)
+    j["shard"] = {{"index", report.shard->index}, {"total", report.shard->total},
+                  {"named_cases", report.shard->named_cases}};
   const ReportSummary s = summarise(report);
   j["summary"] = {{"total", s.total}, {"passed", s.passed}, {"failed", s.failed}, {"known", s.known}};
   if (report.coverage) j["coverage"] = coverage_to_json(*report.coverage);
@@ -364,7 +367,18 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
       f["reproduce"] = c.reproduce_command;
       if (c.program) f["program"] = program_to_json(*c.program);
       if (c.original_program) f["original_program"] = program_to_json(*c.original_program);
+      if (c.shrink_steps) f["shrink_steps"] = *c.shrink_steps;
       cj["failure"] = std::move(f);
+    }
+    if (r.passed && c.status != CaseStatus::Passed) {
+      // A known case that passed (masked or skipped), or an unexpected pass: what the Markdown shows of it
+      // (report_reader.h reads the report back, e.g. to merge shards).
+      if (!r.engine_failure.empty()) cj["engine_failure"] = r.engine_failure;
+      if (!r.stop_reason.empty()) cj["stop_reason"] = r.stop_reason;
+      if (!r.driver_stderr.empty()) cj["driver_stderr"] = r.driver_stderr;
+      if (!c.reproduce_command.empty()) cj["reproduce"] = c.reproduce_command;
+      if (c.program) cj["program"] = program_to_json(*c.program);
+      if (c.original_program) cj["original_program"] = program_to_json(*c.original_program);
     }
     if (!r.growth.empty()) {
       nlohmann::ordered_json g = nlohmann::ordered_json::array();

@@ -45,6 +45,7 @@ struct CaseReport {
   LockstepResult result;
   std::string known_reason;                // Known: the matching entry's reason
   std::vector<std::string> areas;          // what the case's program exercises (feature_areas.h)
+  std::optional<size_t> shrink_steps;      // a shrunk failure: the shrinker's accepted steps
 };
 
 // A fixture or named case the run's scope left out: what it would have tested counts as unsupported in the
@@ -86,6 +87,15 @@ std::string coverage_cells_markdown(const std::map<std::string, int64_t>& cells)
 // The cells of coverage_tables() that apply and no program reached, as "table|row|column".
 std::vector<std::string> empty_coverage_cells(const std::map<std::string, int64_t>& cells);
 
+// One slice of a sharded run (`lockstep run --shard i/n`, GoogleTest's GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS;
+// report_shards.h): random program k belongs to shard k % total; the named cases run in shard 0, at the head of
+// its cases.
+struct ReportShard {
+  int64_t index = 0;
+  int64_t total = 1;
+  int64_t named_cases = 0;  // how many of this report's cases (the first ones) are named cases
+};
+
 struct RunReport {
   std::string oracle_engine;
   std::string under_test_engine;
@@ -96,6 +106,7 @@ struct RunReport {
   std::vector<CaseReport> cases;
   std::optional<CoverageReport> coverage;
   std::vector<std::string> unused_expectations;  // entries that masked nothing and explained no case
+  std::optional<ReportShard> shard;               // set in the report of one shard (report_shards.h)
 };
 
 struct ReportSummary {

@@ -58,6 +58,7 @@ std::string report_junit(const RunReport& report, const ReportOptions& options) 
   property("seed", std::to_string(report.seed));
   property("count", std::to_string(report.count));
   property("max_size", std::to_string(report.max_size));
+  if (report.shard) property("shard", fmt::format("{}/{}", report.shard->index, report.shard->total));
   // Optional trace fields (optional_fields.h) that went untested: a CI page shows them beside the counts.
   if (report.coverage)
     for (const auto& [field, n] : report.coverage->optional_fields)

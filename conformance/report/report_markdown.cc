@@ -250,7 +250,11 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
   out += fmt::format("| Mode | {} |\n", run_mode_name(report.mode));
   out += fmt::format("| Seed | {} |\n", report.seed);
   out += fmt::format("| Count | {} |\n", report.count);
-  out += fmt::format("| Max size | {} |\n\n", report.max_size);
+  out += fmt::format("| Max size | {} |\n", report.max_size);
+  if (report.shard)
+    out += fmt::format("| Shard | {} of {} (random programs k with k % {} == {}) |\n", report.shard->index,
+                       report.shard->total, report.shard->total, report.shard->index);
+  out += "\n";
   out += "| Result | Cases |\n|---|---:|\n";
   out += fmt::format("| Passed | {} |\n| Failed | {} |\n| Known discrepancies | {} |\n| Total | {} |\n\n", s.passed,
                      s.failed, s.known, s.total);

@@ -1,0 +1,37 @@
+// `lockstep merge`: the reports of the shards of one run (`lockstep run --shard i/n`, or GoogleTest's
+// GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS in n CI jobs) as the reports of the whole run (report_shards.h): the same
+// Markdown, JSON and JUnit bytes one unsharded run writes.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "conformance/report/report_reader.h"
+#include "conformance/report/report_shards.h"
+#include "tools/commands.h"
+#include "tools/report_files.h"
+
+namespace lockstep::tools {
+
+int command_merge(const MergeArgs& args) {
+  RunReport merged;
+  try {
+    std::vector<std::pair<std::string, RunReport>> reports;
+    for (const std::string& file : args.reports) reports.emplace_back(file, read_report_file(file));
+    merged = merge_shard_reports(reports, std::nullopt);
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep merge: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  try {
+    write_reports(args.report_dir, merged, "lockstep-report");
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep merge: cannot write the reports: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  const ReportSummary s = summarise(merged);
+  fmt::print("{} shards merged: {} cases, {} passed, {} failed, {} known (seed {}, count {})\n", args.reports.size(),
+             s.total, s.passed, s.failed, s.known, merged.seed, merged.count);
+  return s.failed ? kExitDiscrepancies : kExitOk;
+}
+
+}  // namespace lockstep::tools
