@@ -17,7 +17,7 @@ int command_merge(const MergeArgs& args) {
   try {
     std::vector<std::pair<std::string, RunReport>> reports;
     for (const std::string& file : args.reports) reports.emplace_back(file, read_report_file(file));
-    merged = merge_shard_reports(reports, std::nullopt);
+    merged = merge_shard_reports(std::move(reports), std::nullopt);
   } catch (const std::exception& e) {
     std::cerr << "lockstep merge: " << e.what() << "\n";
     return kExitInputError;

@@ -38,6 +38,7 @@
 #include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
+#include "conformance/report/atomic_file.h"
 #include "conformance/report/report.h"
 #include "conformance/report/report_reader.h"
 #include "conformance/report/report_shards.h"
@@ -382,9 +383,10 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
     std::cerr << "see --features/--exclude-features, the driver's hello, its profile)\n";
     return kExitInputError;
   }
-  if (!output.summary) {  // a worker of --jobs: its report is merged by the parent
+  if (!output.summary) {  // a worker of --jobs: its JSON report is merged by the parent
     try {
-      write_reports(args.report_dir, report, "lockstep-report", false);
+      std::filesystem::create_directories(args.report_dir);
+      write_file_atomically(args.report_dir + "/lockstep-report.json", report_json_text(report));
     } catch (const std::exception& e) {
       std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
       return kExitInputError;
@@ -483,17 +485,18 @@ int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock:
   fmt::print("{}", read_all(work / "0" / "stdout"));
   std::vector<std::pair<std::string, RunReport>> reports;
   RunReport merged;
+  size_t named_cases = 0;  // worker 0 ran them (report_shards.h)
   try {
     for (int w = 0; w < jobs; ++w) {
       const std::string file = (work / std::to_string(w) / "report" / "lockstep-report.json").string();
       reports.emplace_back(file, read_report_file(file));
     }
-    merged = merge_shard_reports(reports, shard.total > 1 ? std::optional<ShardSpec>(shard) : std::nullopt);
+    named_cases = static_cast<size_t>(reports.front().second.shard->named_cases);
+    merged = merge_shard_reports(std::move(reports), shard.total > 1 ? std::optional<ShardSpec>(shard) : std::nullopt);
   } catch (const std::exception& e) {
     std::cerr << "lockstep run: merging the workers' reports: " << e.what() << "\n";
     return kExitInputError;
   }
-  const size_t named_cases = static_cast<size_t>(reports.front().second.shard->named_cases);
   for (size_t i = 0; i < merged.cases.size(); ++i) print_case_line(merged.cases[i], i < named_cases);
   return finish_run(args, merged, named_cases, t0);
 }

@@ -267,6 +267,7 @@ RunReport report_from_json(const json& doc, const std::string& file) {
     if (const json* u = r.optional("unused_expectations"))
       report.unused_expectations = strings_from_json(*u, "/unused_expectations");
     const json& cases = array_from_json(r.required("cases"), "/cases");
+    report.cases.reserve(cases.size());
     for (size_t i = 0; i < cases.size(); ++i) report.cases.push_back(case_from(cases[i], json_pointer_append("/cases", i)));
     if (report.shard && report.shard->named_cases > static_cast<int64_t>(report.cases.size()))
       throw JsonError("/shard/named_cases", "more named cases than cases");

@@ -58,13 +58,13 @@ int64_t programs_in_shard(const ShardSpec& s, int64_t count) {
   return count > s.index ? (count - s.index + s.total - 1) / s.total : 0;
 }
 
-RunReport merge_shard_reports(const std::vector<std::pair<std::string, RunReport>>& reports,
+RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> reports,
                               const std::optional<ShardSpec>& into) {
   if (reports.empty()) throw InputError("", "", "no reports to merge");
   // Each report, by its shard index.
-  std::map<int64_t, const std::pair<std::string, RunReport>*> by_index;
+  std::map<int64_t, std::pair<std::string, RunReport>*> by_index;
   const int64_t total = reports.front().second.shard ? reports.front().second.shard->total : 0;
-  for (const auto& entry : reports) {
+  for (auto& entry : reports) {
     const auto& [file, r] = entry;
     if (!r.shard) throw InputError(file, "", "not the report of a shard (no \"shard\"): it is already a whole run");
     if (r.shard->total != total)
@@ -123,22 +123,29 @@ RunReport merge_shard_reports(const std::vector<std::pair<std::string, RunReport
       same(file, c.rules[k].id == f.rules[k].id && c.rules[k].kind == f.rules[k].kind, "/coverage/rules", "the rules");
   }
 
+  // Everything but the cases from the first report; the cases are moved, not copied (a run of 10^5 programs).
+  std::vector<CaseReport> first_cases = std::move(by_index.begin()->second->second.cases);
   RunReport out = first;
   out.cases.clear();
+  by_index.begin()->second->second.cases = std::move(first_cases);
   out.shard.reset();
   if (into) out.shard = ReportShard{into->index, into->total, first.shard->index == 0 ? first.shard->named_cases : 0};
   // Named cases (shard 0), then random programs by index: program index(s) + p * total is the p-th random case of
   // shard s.
+  size_t cases = 0;
+  for (const auto& [i, entry] : by_index) cases += entry->second.cases.size();
+  out.cases.reserve(cases);
   if (first.shard->index == 0)
-    out.cases.assign(first.cases.begin(), first.cases.begin() + first.shard->named_cases);
-  std::vector<std::pair<int64_t, const CaseReport*>> random;
-  for (const auto& [i, entry] : by_index) {
-    const RunReport& r = entry->second;
+    for (int64_t k = 0; k < first.shard->named_cases; ++k) out.cases.push_back(std::move(by_index.begin()->second->second.cases[k]));
+  std::vector<std::pair<int64_t, CaseReport*>> random;
+  random.reserve(cases);
+  for (auto& [i, entry] : by_index) {
+    RunReport& r = entry->second;
     for (size_t p = static_cast<size_t>(r.shard->named_cases); p < r.cases.size(); ++p)
       random.emplace_back(i + static_cast<int64_t>(p - r.shard->named_cases) * total, &r.cases[p]);
   }
   std::sort(random.begin(), random.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [k, c] : random) out.cases.push_back(*c);
+  for (const auto& [k, c] : random) out.cases.push_back(std::move(*c));
 
   // Lists of what nothing used: what no shard used.
   auto in_every = [&](const std::vector<std::string>& list, auto&& of) {

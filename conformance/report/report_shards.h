@@ -45,7 +45,7 @@ int64_t programs_in_shard(const ShardSpec& s, int64_t count);
 // shards i + w*n of n*J, w < J (`into` = shard i of n: the report of that shard). Throws InputError naming the
 // file and the field when the reports are not the complete set of one run's shards (another seed, count,
 // implementation or configuration; a shard missing or given twice; a shard's report missing programs).
-RunReport merge_shard_reports(const std::vector<std::pair<std::string, RunReport>>& reports,
+RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> reports,
                               const std::optional<ShardSpec>& into);
 
 }  // namespace lockstep
