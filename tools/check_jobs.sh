@@ -96,6 +96,25 @@ check float32-scope --engine "python3 $here/adapters/testing/float32_sgd_adam.py
 check oracle --engine oracle --count 40 --seed 2
 check variant --engine impl --variant unfused --free-running --count 60 --seed 8
 
+# lockstep mutants: the kill table of --jobs 3 is that of --jobs 1 (but the seconds).
+"$lockstep" mutants --shrink-seconds 5 --jobs 1 --report-dir "$work/mutants1" > "$work/mutants1.out" 2>&1 ||
+  fail "mutants --jobs 1 exited non-zero"
+"$lockstep" mutants --shrink-seconds 5 --jobs 3 --report-dir "$work/mutants3" > "$work/mutants3.out" 2>&1 ||
+  fail "mutants --jobs 3 exited non-zero"
+python3 - "$work/mutants1/mutants-report.json" "$work/mutants3/mutants-report.json" <<'EOF' || fail "mutants --jobs 3 found other kills than --jobs 1"
+import json, sys
+def strip(o):
+    if isinstance(o, dict): return {k: strip(v) for k, v in o.items() if "seconds" not in k}
+    if isinstance(o, list): return [strip(x) for x in o]
+    return o
+a, b = (strip(json.load(open(f))) for f in sys.argv[1:3])
+assert a["mutants"] and a == b, "differ"
+print(f"  mutants      {len(a['mutants'])} mutants: the same kills, killers and shrunk sizes for --jobs 1 and 3")
+EOF
+lines() { sed 's/after [0-9.]* s/after T s/' "$1" | grep '^  \(killed\|SURVIVED\|survived\)'; }
+diff <(lines "$work/mutants1.out") <(lines "$work/mutants3.out") > /dev/null ||
+  fail "the console lines of mutants --jobs 3 differ from --jobs 1's"
+
 # Sanity of the comparison itself: the planted entries were used (a known case and an unexpected pass).
 grep -q '"status": "known"' "$work/float32/jobs2/lockstep-report.json" || fail "float32: no known case (the mask was not used)"
 grep -q 'an expectation says the whole case fails' "$work/float32/jobs2/lockstep-report.json" ||

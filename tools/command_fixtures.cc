@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "conformance/report/atomic_file.h"
+#include "conformance/program/data_dir.h"
 #include "conformance/run/fixture.h"
 #include "conformance/generate/generators.h"
 #include "conformance/generate/op_edges.h"
@@ -26,9 +27,9 @@
 #include "conformance/run/named_case.h"
 #include "conformance/program/program_json.h"
 #include "conformance/generate/shrink.h"
-#include "oracle/torch_engine.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
+#include "tools/engines.h"
 
 namespace lockstep::tools {
 
@@ -44,7 +45,7 @@ struct Generated {
 
 FixtureProvenance provenance(const std::string& generator) {
   FixtureProvenance p;
-  std::string v = torch_version_string();  // "libtorch-1.13.0"
+  std::string v = make_engine("oracle")->name();  // "libtorch-1.13.0"
   p.oracle = "libtorch";
   p.oracle_version = v.rfind("libtorch-", 0) == 0 ? v.substr(9) : v;
   p.generator = generator;
@@ -52,7 +53,7 @@ FixtureProvenance provenance(const std::string& generator) {
 }
 
 Trace run_on_oracle(const Program& program) {
-  auto oracle = make_torch_engine();
+  auto oracle = make_engine("oracle");
   return run_program(program, *oracle);
 }
 
@@ -341,7 +342,11 @@ void update_schema(const std::string& path) {
 }  // namespace
 
 int command_fixtures_generate(const FixturesGenerateArgs& args) {
-  const std::string out = args.out_dir.empty() ? std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures" : args.out_dir;
+  if (!oracle_available()) {
+    std::cerr << "lockstep fixtures generate: " << kNoOracle << "\n";
+    return kExitInputError;
+  }
+  const std::string out = args.out_dir.empty() ? data_dir() + "/fixtures" : args.out_dir;
   std::vector<Generated> all;
 
   // 1. Named cases.

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "conformance/program/glob.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/named_case.h"
+#include "conformance/program/program_json.h"
 #include "conformance/run/replay.h"
 #include "conformance/generate/shrink.h"
 #include "tools/mutants/mutants.h"
@@ -32,6 +34,7 @@
 #include "conformance/run/tested_implementation.h"
 #include "tools/lockstep_session.h"
 #include "tools/report_files.h"
+#include "tools/workers.h"
 
 namespace lockstep::tools {
 namespace {
@@ -490,11 +493,75 @@ std::string impl_driver_beside_this_binary() {
 
 }  // namespace
 
+namespace {
+
+// The console lines of one mutant: per path killed (by what, how fast, how small) or SURVIVED; the replay.
+void print_mutant_lines(const MutantRows& mr, const std::vector<SuitePath>& paths) {
+  const MutantInfo& m = *mr.info;
+  for (size_t p = 0; p < paths.size(); ++p) {
+    const KillRow& row = mr.by_path[p];
+    if (row.killed)
+      fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s; shrunk to {}\n", m.name, paths[p].name, row.killer,
+                 row.seconds_to_kill, row.shrunk_size);
+    else
+      fmt::print("  SURVIVED  {:<36} {:<10} ({} programs)\n", m.name, paths[p].name, row.programs_tried);
+  }
+  if (mr.replay) {
+    if (mr.replay->killed)
+      fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s\n", m.name, "replay", mr.replay->killer,
+                 mr.replay->seconds_to_kill);
+    else
+      fmt::print("  {}  {:<36} {:<10} ({} fixtures)\n", m.is_op() ? "SURVIVED" : "survived", m.name, "replay",
+                 mr.replay->programs_tried);
+  }
+  std::fflush(stdout);
+}
+
+// A worker's rows for the parent (--jobs): every field of KillRow, nothing else (not a user-facing format).
+nlohmann::ordered_json kill_row_to_json(const KillRow& r) {
+  return {{"killed", r.killed}, {"killer", r.killer}, {"reproduce", r.reproduce}, {"failure", r.failure},
+          {"shrunk_size", r.shrunk_size}, {"shrink_steps", r.shrink_steps}, {"programs_tried", r.programs_tried},
+          {"seconds_to_kill", r.seconds_to_kill}, {"allclose_shrunk", static_cast<int>(r.allclose_shrunk)},
+          {"allclose_original", static_cast<int>(r.allclose_original)}, {"shrunk_cells", r.shrunk_cells}};
+}
+KillRow kill_row_from_json(const nlohmann::ordered_json& j) {
+  KillRow r;
+  r.killed = j.at("killed").get<bool>();
+  r.killer = j.at("killer").get<std::string>();
+  r.reproduce = j.at("reproduce").get<std::string>();
+  r.failure = j.at("failure").get<std::string>();
+  r.shrunk_size = j.at("shrunk_size").get<std::string>();
+  r.shrink_steps = j.at("shrink_steps").get<int>();
+  r.programs_tried = j.at("programs_tried").get<int64_t>();
+  r.seconds_to_kill = j.at("seconds_to_kill").get<double>();
+  r.allclose_shrunk = static_cast<AllcloseVerdict>(j.at("allclose_shrunk").get<int>());
+  r.allclose_original = static_cast<AllcloseVerdict>(j.at("allclose_original").get<int>());
+  r.shrunk_cells = j.at("shrunk_cells").get<std::set<std::string>>();
+  return r;
+}
+nlohmann::ordered_json rows_to_json(const MutantRows& mr) {
+  nlohmann::ordered_json paths = nlohmann::ordered_json::array();
+  for (const KillRow& r : mr.by_path) paths.push_back(kill_row_to_json(r));
+  return {{"paths", paths}, {"replay", mr.replay ? kill_row_to_json(*mr.replay) : nlohmann::ordered_json()}};
+}
+MutantRows rows_from_json(const nlohmann::ordered_json& j) {
+  MutantRows mr;
+  for (const nlohmann::ordered_json& r : j.at("paths")) mr.by_path.push_back(kill_row_from_json(r));
+  if (!j.at("replay").is_null()) mr.replay = kill_row_from_json(j.at("replay"));
+  return mr;
+}
+
+}  // namespace
+
 int command_mutants(const MutantsArgs& args) {
   const auto& catalogue = mutant_catalogue();
   if (args.list) {
     for (const MutantInfo& m : catalogue) fmt::print("{:<36} {:<8} {}\n", m.name, m.semantics, m.description);
     return kExitOk;
+  }
+  if (!oracle_available()) {
+    std::cerr << "lockstep mutants: " << kNoOracle << "\n";
+    return kExitInputError;
   }
   if (!args.only.empty() && !mutant_from_name(args.only)) {
     std::cerr << "lockstep mutants: unknown mutant '" << args.only << "' (known: " << mutant_names_joined()
@@ -541,54 +608,81 @@ int command_mutants(const MutantsArgs& args) {
         [driver](const std::string& mutant) { return shell_quote(driver + " --mutant " + mutant); }});
 
   const auto t0 = Clock::now();
-  const size_t named_count = cases.size();
-  std::vector<std::unique_ptr<MutantsRun>> runs;
-  for (const SuitePath& p : paths) {
-    runs.push_back(std::make_unique<MutantsRun>(args, cases, expectations, p));
-    if (!runs.back()->fatal_error().empty()) {
-      std::cerr << "lockstep mutants: the impl driver cannot start: " << runs.back()->fatal_error() << "\n";
-      return kExitInputError;
-    }
-  }
-  std::optional<ReplayKills> replay_kills;
-  if (args.replay) {
-    try {
-      replay_kills.emplace(load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir), driver,
-                           args.fixtures_dir);
-    } catch (const std::exception& e) {
-      std::cerr << "lockstep mutants: " << e.what() << "\n";
-      return kExitInputError;
-    }
-  }
-  std::vector<MutantRows> rows;
+  std::vector<const MutantInfo*> selected;
+  for (const MutantInfo& m : catalogue)
+    if (args.only.empty() || args.only == m.name) selected.push_back(&m);
   fmt::print("lockstep mutants: {} named cases, then up to {} random programs per mutant (seed {}, max size {}); "
              "paths: {}\n",
-             named_count, args.count, args.seed, args.max_size, args.paths);
-  for (const MutantInfo& m : catalogue) {
-    if (!args.only.empty() && args.only != m.name) continue;
-    MutantRows mr;
-    mr.info = &m;
-    for (size_t p = 0; p < paths.size(); ++p) {
-      KillRow row = runs[p]->run(m);
-      if (row.killed) {
-        fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s; shrunk to {}\n", m.name, paths[p].name, row.killer,
-                   row.seconds_to_kill, row.shrunk_size);
-      } else {
-        fmt::print("  SURVIVED  {:<36} {:<10} ({} programs)\n", m.name, paths[p].name, row.programs_tried);
+             cases.size(), args.count, args.seed, args.max_size, args.paths);
+  // Workers (workers.h): --jobs, else the machine's cores; mutant i in worker i % jobs, each with its own oracle,
+  // impl, driver and clean baseline; the parent prints and reports the rows in catalogue order.
+  int64_t jobs = args.jobs > 0 ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = std::max<int64_t>(1, std::min<int64_t>(jobs, static_cast<int64_t>(selected.size())));
+  std::vector<MutantRows> rows;
+  auto run_these = [&](const std::vector<const MutantInfo*>& mutants, bool print) -> std::string {
+    pin_oracle_threads();
+    std::vector<std::unique_ptr<MutantsRun>> runs;
+    for (const SuitePath& p : paths) {
+      runs.push_back(std::make_unique<MutantsRun>(args, cases, expectations, p));
+      if (!runs.back()->fatal_error().empty()) return "the impl driver cannot start: " + runs.back()->fatal_error();
+    }
+    std::optional<ReplayKills> replay_kills;
+    if (args.replay)
+      replay_kills.emplace(load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir),
+                           driver, args.fixtures_dir);  // InputError: caught by the caller
+    for (const MutantInfo* m : mutants) {
+      MutantRows mr;
+      mr.info = m;
+      for (size_t p = 0; p < paths.size(); ++p) mr.by_path.push_back(runs[p]->run(*m));
+      if (replay_kills) mr.replay = replay_kills->run(*m);
+      if (print) print_mutant_lines(mr, paths);
+      rows.push_back(std::move(mr));
+    }
+    return "";
+  };
+  try {
+    if (jobs == 1) {
+      if (const std::string fatal = run_these(selected, true); !fatal.empty()) {
+        std::cerr << "lockstep mutants: " << fatal << "\n";
+        return kExitInputError;
       }
-      std::fflush(stdout);
-      mr.by_path.push_back(std::move(row));
+    } else {
+      WorkerDir dir("lockstep-mutants");
+      const std::vector<WorkerEnd> ends = run_workers(static_cast<int>(jobs), dir.path(), [&](int w, const std::string& own) {
+        std::vector<const MutantInfo*> mine;
+        for (size_t i = static_cast<size_t>(w); i < selected.size(); i += static_cast<size_t>(jobs)) mine.push_back(selected[i]);
+        if (const std::string fatal = run_these(mine, false); !fatal.empty()) {
+          std::cerr << "lockstep mutants: " << fatal << "\n";
+          return kExitInputError;
+        }
+        nlohmann::ordered_json out = nlohmann::ordered_json::array();
+        for (const MutantRows& mr : rows) out.push_back(rows_to_json(mr));
+        write_file_atomically(own + "/rows.json", out.dump());
+        return kExitOk;
+      });
+      std::cerr << workers_stderr(ends);
+      if (const std::string why = failed_worker(ends); !why.empty()) {
+        if (why.find("signal") != std::string::npos) std::cerr << "lockstep mutants: " << why << "\n";
+        return kExitInputError;
+      }
+      // Back in catalogue order: mutant i came from worker i % jobs, in order.
+      std::vector<std::vector<MutantRows>> by_worker;
+      for (int64_t w = 0; w < jobs; ++w) {
+        by_worker.emplace_back();
+        const nlohmann::ordered_json list =
+            nlohmann::ordered_json::parse(read_text_file(dir.path() + "/" + std::to_string(w) + "/rows.json"));
+        for (const nlohmann::ordered_json& j : list) by_worker.back().push_back(rows_from_json(j));
+      }
+      for (size_t i = 0; i < selected.size(); ++i) {
+        MutantRows mr = std::move(by_worker[i % static_cast<size_t>(jobs)][i / static_cast<size_t>(jobs)]);
+        mr.info = selected[i];
+        print_mutant_lines(mr, paths);
+        rows.push_back(std::move(mr));
+      }
     }
-    if (replay_kills) {
-      mr.replay = replay_kills->run(m);
-      if (mr.replay->killed)
-        fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s\n", m.name, "replay", mr.replay->killer,
-                   mr.replay->seconds_to_kill);
-      else
-        fmt::print("  {}  {:<36} {:<10} ({} fixtures)\n", m.is_op() ? "SURVIVED" : "survived", m.name, "replay",
-                   mr.replay->programs_tried);
-    }
-    rows.push_back(std::move(mr));
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep mutants: " << e.what() << "\n";
+    return kExitInputError;
   }
   const double total = seconds_since(t0);
   const std::string md = markdown(args, paths, rows, total);

@@ -39,6 +39,7 @@ struct MutantsArgs {
   std::string impl_driver;      // empty: lockstep-impl-driver beside the lockstep binary
   bool replay = true;           // also replay the fixture corpus on each mutant (op mutants must die there)
   std::string fixtures_dir;     // empty: the shipped corpus
+  int64_t jobs = 0;             // worker processes (mutants split over them); 0: the machine's cores
 };
 
 int command_mutants(const MutantsArgs& args);

@@ -9,20 +9,13 @@
 // candidates through the same implementation, driver included, and reported with the shrunk program, the
 // first differing action and field, the driver's stderr and a reproduce command. `--engine oracle` is the
 // self-check: LibTorch against a second LibTorch, free-running (the harness and LibTorch's determinism).
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -47,12 +40,17 @@
 #include "tools/engines.h"
 #include "tools/lockstep_session.h"
 #include "tools/report_files.h"
+#include "tools/workers.h"
 
 namespace lockstep::tools {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Without --jobs, a worker per this many random programs at most (and per core): below it, starting a process,
+// its engines and its driver costs about what it saves.
+constexpr int64_t kRandomProgramsPerDefaultJob = 1000;
 
 struct Tally {
   int passed = 0, failed = 0, known = 0;
@@ -132,6 +130,15 @@ int finish_run(const RunArgs& args, const RunReport& report, size_t named_cases,
   return named.failed + random.failed ? kExitDiscrepancies : kExitOk;
 }
 
+// A one-word --engine that is no engine was taken for a driver command: say which engines there are.
+std::string not_an_engine_hint(const std::string& engine) {
+  if (engine.find_first_of(" /") != std::string::npos) return "";
+  std::string known;
+  for (const std::string& n : engine_names()) known += (known.empty() ? "" : ", ") + n;
+  return "\n(--engine '" + engine + "' is no engine of this lockstep, so it was run as a driver command; known "
+         "engines: " + known + ")";
+}
+
 int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& output, Clock::time_point t0);
 int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock::time_point t0);
 
@@ -139,6 +146,10 @@ int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock:
 
 int command_run(const RunArgs& args) {
   const auto t0 = Clock::now();
+  if (!oracle_available()) {  // every run compares with LibTorch, live
+    std::cerr << "lockstep run: " << kNoOracle << "\n";
+    return kExitInputError;
+  }
   // The slice of the run (report_shards.h): --shard, else GoogleTest's variables; --case and --index run their one
   // case wherever they are (a reproduce line works inside a sharded CI job too).
   ShardSpec shard;
@@ -154,9 +165,13 @@ int command_run(const RunArgs& args) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
-  // Workers: --jobs, else the machine's cores; never more than this slice has random programs.
-  int64_t jobs = args.jobs > 0 ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs = std::min<int64_t>(jobs, std::max<int64_t>(1, programs_in_shard(shard, args.count)));
+  // Workers: --jobs, else the machine's cores but one per kRandomProgramsPerDefaultJob (a short run gains
+  // nothing from more processes: each starts its own engines and driver); never more than there are programs.
+  const int64_t programs = programs_in_shard(shard, args.count);
+  int64_t jobs = args.jobs > 0 ? args.jobs
+                               : std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                                   programs / kRandomProgramsPerDefaultJob);
+  jobs = std::max<int64_t>(1, std::min<int64_t>(jobs, programs));
   if (single_case) jobs = 1;
   if (jobs > 1) return run_in_workers(args, shard, static_cast<int>(jobs), t0);
   pin_oracle_threads();
@@ -172,8 +187,9 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
   const bool builtin = is_engine_name(args.engine);
   try {
     cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    // The shipped expectations are impl's; a driver brings its own (--expectations).
-    std::string file = args.expectations_file.empty() && builtin ? default_expectations_file() : args.expectations_file;
+    // The shipped expectations are impl's; a driver or a registered engine (run_main.h) brings its own.
+    const bool shipped = args.engine == "impl" || args.engine == "oracle";
+    std::string file = args.expectations_file.empty() && shipped ? default_expectations_file() : args.expectations_file;
     if (!file.empty()) expectations = load_expectations(file);
     if (!args.tolerance_file.empty()) {
       ReplayConfig config;
@@ -217,7 +233,8 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
   // API profile (capabilities.h, feature_scope.h, api_profile.h).
   subject->capabilities();
   if (!subject->fatal_error().empty()) {
-    std::cerr << "lockstep run: the driver cannot start: " << subject->fatal_error() << "\n";
+    std::cerr << "lockstep run: the driver cannot start: " << subject->fatal_error() << not_an_engine_hint(args.engine)
+              << "\n";
     return kExitInputError;
   }
   RunScope scope;
@@ -257,7 +274,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
   auto fatal = [&]() -> bool {
     const std::string why = subject->fatal_error();
     if (why.empty()) return false;
-    std::cerr << "lockstep run: the driver cannot start: " << why << "\n";
+    std::cerr << "lockstep run: the driver cannot start: " << why << not_an_engine_hint(args.engine) << "\n";
     return true;
   };
 
@@ -396,105 +413,41 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
   return finish_run(args, report, named_cases, t0);
 }
 
-// --jobs N: the slice runs in N worker processes, shards shard.index + w * shard.total of shard.total * N (w < N),
-// each writing its report into a temporary directory; their reports merged are this slice's report, byte for byte
-// what one process writes (report_shards.h). Workers are forked before anything starts a thread or a driver, so
-// each has its own LibTorch (one intra-op thread), its own engines and its own driver process.
+// --jobs N: the slice runs in N worker processes (workers.h), shards shard.index + w * shard.total of
+// shard.total * N (w < N), each writing its JSON report into its own directory; their reports merged are this
+// slice's report, byte for byte what one process writes (report_shards.h).
 int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock::time_point t0) {
-  namespace fs = std::filesystem;
-  std::string pattern = (fs::temp_directory_path() / "lockstep-jobs.XXXXXX").string();
-  if (!mkdtemp(pattern.data())) {
-    std::cerr << "lockstep run: cannot create a temporary directory for --jobs: " << std::strerror(errno) << "\n";
-    return kExitInputError;
-  }
-  const fs::path work = pattern;
-  struct RemoveOnExit {
-    fs::path dir;
-    ~RemoveOnExit() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } remove_work{work};
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::vector<pid_t> pids;
-  for (int w = 0; w < jobs; ++w) {
-    const fs::path dir = work / std::to_string(w);
-    fs::create_directories(dir);
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::cerr << "lockstep run: cannot start worker " << w << " of --jobs " << jobs << ": " << std::strerror(errno) << "\n";
-      for (pid_t p : pids) kill(p, SIGKILL);
-      for (pid_t p : pids) waitpid(p, nullptr, 0);
-      return kExitInputError;
-    }
-    if (pid == 0) {
-      // The worker: stdout and stderr into its directory, the parent prints them when all are done.
-      const int out = open((dir / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      const int err = open((dir / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) _exit(kExitInputError);
-      RunArgs worker = args;
-      worker.report_dir = (dir / "report").string();
-      int code = kExitInputError;
-      try {
-        pin_oracle_threads();
-        code = run_slice(worker, {shard.index + w * shard.total, shard.total * jobs}, RunOutput{false, false}, t0);
-      } catch (const std::bad_alloc&) {
-        std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\")\n";
-      } catch (const std::exception& e) {
-        std::cerr << "lockstep run: " << e.what() << "\n";
-      }
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-
-  // Every worker's end, then what they said: stderr once per distinct line (each worker warns about the same scope).
-  std::vector<int> codes;
-  std::string failed_worker;
-  for (size_t w = 0; w < pids.size(); ++w) {
-    int status = 0;
-    while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR) {}
-    int code = kExitInputError;
-    if (WIFEXITED(status)) code = WEXITSTATUS(status);
-    else if (failed_worker.empty())
-      failed_worker = fmt::format("worker {} of --jobs {} was killed by signal {} ({})", w, jobs, WTERMSIG(status),
-                                  strsignal(WTERMSIG(status)));
-    codes.push_back(code);
-  }
-  auto read_all = [](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
-  std::set<std::string> said;
-  for (int w = 0; w < jobs; ++w) {
-    std::istringstream err(read_all(work / std::to_string(w) / "stderr"));
-    for (std::string line; std::getline(err, line);)
-      if (said.insert(line).second) std::cerr << line << "\n";
-  }
-  if (!failed_worker.empty()) {
-    std::cerr << "lockstep run: " << failed_worker << "\n";
-    return kExitInputError;
-  }
-  for (int code : codes)
-    if (code != kExitOk && code != kExitDiscrepancies) return code;  // its message is above
-
-  // The header is worker 0's (the handshake and the scope are the same in every worker).
-  fmt::print("{}", read_all(work / "0" / "stdout"));
   std::vector<std::pair<std::string, RunReport>> reports;
   RunReport merged;
   size_t named_cases = 0;  // worker 0 ran them (report_shards.h)
   try {
+    WorkerDir dir("lockstep-jobs");
+    const std::vector<WorkerEnd> ends = run_workers(jobs, dir.path(), [&](int w, const std::string& own) {
+      RunArgs worker = args;
+      worker.report_dir = own + "/report";
+      pin_oracle_threads();
+      return run_slice(worker, {shard.index + w * shard.total, shard.total * jobs}, RunOutput{false, false}, t0);
+    });
+    std::cerr << workers_stderr(ends);
+    if (const std::string why = failed_worker(ends); !why.empty()) {
+      // A worker that exited 2 said why on its stderr (above); a signal says nothing.
+      for (const WorkerEnd& e : ends)
+        if (e.signal) {
+          std::cerr << "lockstep run: " << why << "\n";
+          break;
+        }
+      return kExitInputError;
+    }
+    // The header is worker 0's (the handshake and the scope are the same in every worker).
+    fmt::print("{}", ends.front().out);
     for (int w = 0; w < jobs; ++w) {
-      const std::string file = (work / std::to_string(w) / "report" / "lockstep-report.json").string();
+      const std::string file = dir.path() + "/" + std::to_string(w) + "/report/lockstep-report.json";
       reports.emplace_back(file, read_report_file(file));
     }
     named_cases = static_cast<size_t>(reports.front().second.shard->named_cases);
     merged = merge_shard_reports(std::move(reports), shard.total > 1 ? std::optional<ShardSpec>(shard) : std::nullopt);
   } catch (const std::exception& e) {
-    std::cerr << "lockstep run: merging the workers' reports: " << e.what() << "\n";
+    std::cerr << "lockstep run: --jobs " << jobs << ": " << e.what() << "\n";
     return kExitInputError;
   }
   for (size_t i = 0; i < merged.cases.size(); ++i) print_case_line(merged.cases[i], i < named_cases);

@@ -6,6 +6,8 @@
 #   bash tools/setup.sh test            # build, then the whole test suite through ctest, then the sanitize build
 #                                       # (Clang, ASan+UBSan: unit tests, a short random run, short fuzzing)
 #   bash tools/setup.sh build           # build only
+#   bash tools/setup.sh replay-only     # no LibTorch: the replay-only build (build-notorch/) and its tests, for an
+#                                       # implementation checked against the fixtures and through its driver
 #
 # As root, missing packages are installed with apt-get (after one `apt-get update`); otherwise the script
 # prints the exact `apt-get install` line and exits non-zero.
@@ -16,10 +18,16 @@ cd "$here"
 
 mode="${1:-}"
 case "$mode" in
-  run|test|build) shift ;;
-  *) echo "usage: bash tools/setup.sh run [lockstep run args...] | test | build" >&2; exit 2 ;;
+  run|test|build|replay-only) shift ;;
+  *) echo "usage: bash tools/setup.sh run [lockstep run args...] | test | build | replay-only" >&2; exit 2 ;;
 esac
 
+# The replay-only build needs no LibTorch, no Python torch, no Clang, no node (README "Replay-only install").
+replay_only_packages=(
+  cmake ninja-build g++ pkg-config
+  libgtest-dev librapidcheck-dev libfmt-dev nlohmann-json3-dev libcli11-dev libexpat1-dev
+  python3 python3-jsonschema  # the fixtures' JSON Schema check and the tests' scripts
+)
 packages=(
   cmake ninja-build g++ pkg-config
   libtorch-dev          # the oracle (LibTorch 1.13.1)
@@ -33,6 +41,7 @@ packages=(
   clang-14 libclang-rt-14-dev  # the sanitize build (ASan+UBSan, a second compiler) and libFuzzer (fuzz/)
 )
 
+[[ "$mode" == replay-only ]] && packages=("${replay_only_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -40,8 +49,10 @@ for p in "${packages[@]}"; do
 done
 # The JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch) need node and npm, from Debian (nodejs and npm)
 # unless the machine has them otherwise: a nodejs that ships its own npm conflicts with Debian's npm package.
-command -v node > /dev/null || missing+=(nodejs)
-command -v npm > /dev/null || missing+=(npm)
+if [[ "$mode" != replay-only ]]; then
+  command -v node > /dev/null || missing+=(nodejs)
+  command -v npm > /dev/null || missing+=(npm)
+fi
 
 if ((${#missing[@]})); then
   if [[ "$(id -u)" == 0 ]]; then
@@ -60,13 +71,19 @@ fi
 # installed again only when a lockfile changes; --ignore-scripts: no package builds native code or fetches anything
 # outside npm's registry (js-pytorch's optional GPU dependency would).
 for dir in tools/adapters/tfjs tools/adapters/jspytorch; do
-  [[ "$mode" == run ]] && break  # `run` checks impl only: no adapter, no registry needed
+  [[ "$mode" == run || "$mode" == replay-only ]] && break  # impl only: no adapter, no registry needed
   if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.lockstep-installed-lock.json" 2>/dev/null; then
     echo "setup: npm ci in $dir"
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
     cp "$dir/package-lock.json" "$dir/node_modules/.lockstep-installed-lock.json"
   fi
 done
+
+if [[ "$mode" == replay-only ]]; then
+  cmake --preset no-torch
+  cmake --build --preset no-torch
+  exec ctest --preset no-torch
+fi
 
 cmake --preset default
 cmake --build --preset default
@@ -75,6 +92,10 @@ case "$mode" in
   run) exec ./build/lockstep run "$@" ;;
   test)
     ctest --preset default
+    # The replay-only build (issue 15): a separate configure without LibTorch, and its tests.
+    cmake --preset no-torch
+    cmake --build --preset no-torch
+    ctest --preset no-torch
     # The sanitize build (issue 14): Clang with ASan+UBSan (leaks included) runs the unit tests and the replays,
     # a short random run, and every reader's fuzz target for a few seconds from the shipped files.
     cmake --preset sanitize

@@ -1,5 +1,6 @@
 // Expectations: the file format, validation and matching (see expectations.h).
 #include "conformance/compare/expectations.h"
+#include "conformance/program/data_dir.h"
 
 #include <algorithm>
 
@@ -294,7 +295,7 @@ Expectations load_expectations(const std::string& path) {
 }
 
 std::string default_expectations_file() {
-  return std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/compare/expectations.json";
+  return data_dir() + "/conformance/compare/expectations.json";
 }
 
 }  // namespace lockstep

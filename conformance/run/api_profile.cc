@@ -1,5 +1,6 @@
 // API profiles (api_profile.h).
 #include "conformance/run/api_profile.h"
+#include "conformance/program/data_dir.h"
 
 #include <sys/stat.h>
 
@@ -34,7 +35,7 @@ std::vector<std::string> string_list(JsonObjectReader& r, const std::string& key
 
 }  // namespace
 
-std::string default_profiles_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/profiles"; }
+std::string default_profiles_dir() { return data_dir() + "/fixtures/profiles"; }
 
 std::string profile_path(const std::string& name_or_path, bool allow_files) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||

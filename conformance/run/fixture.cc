@@ -1,4 +1,5 @@
 #include "conformance/run/fixture.h"
+#include "conformance/program/data_dir.h"
 
 #include <algorithm>
 #include <cmath>
@@ -400,7 +401,7 @@ std::vector<Fixture> load_fixtures(const std::string& dir) {
   return out;
 }
 
-std::string default_fixtures_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/corpus"; }
+std::string default_fixtures_dir() { return data_dir() + "/fixtures/corpus"; }
 
 // ---------------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
 #include "conformance/run/named_case.h"
+#include "conformance/program/data_dir.h"
 
 #include "conformance/run/capabilities.h"
 
@@ -198,7 +199,7 @@ std::vector<NamedCase> load_cases(const std::string& dir) {
   return cases;
 }
 
-std::string default_cases_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/cases"; }
+std::string default_cases_dir() { return data_dir() + "/conformance/cases"; }
 
 std::vector<std::string> check_case(const NamedCase& c, const Trace& trace, const std::string& pytorch_version) {
   std::vector<std::string> failures;

@@ -1,0 +1,50 @@
+// Worker processes for --jobs (`lockstep run`, `lockstep mutants`): the work is split over forked processes, each
+// with its own engines, LibTorch and driver, writing what it found into its own directory; the parent gathers it.
+// Forked before anything starts a thread or a driver, so each worker starts from the parent's plain state.
+//
+// Example:
+//   WorkerDir dir("lockstep-jobs");                                   // a temporary directory, removed at scope exit
+//   std::vector<WorkerEnd> ends = run_workers(2, dir.path(), [&](int w, const std::string& own) {
+//     return do_slice(w, own);                                        // the worker's exit status
+//   });
+//   if (const std::string why = failed_worker(ends); !why.empty()) ...  // a signal or an exit status other than 0/1
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lockstep::tools {
+
+// A fresh temporary directory ($TMPDIR or /tmp), removed with everything in it when this goes out of scope.
+class WorkerDir {
+ public:
+  explicit WorkerDir(const std::string& prefix);  // throws std::runtime_error when it cannot be made
+  ~WorkerDir();
+  WorkerDir(const WorkerDir&) = delete;
+  WorkerDir& operator=(const WorkerDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct WorkerEnd {
+  int exit_code = 2;   // when it exited
+  int signal = 0;      // when a signal killed it
+  std::string out;     // what it wrote to stdout and stderr
+  std::string err;
+};
+
+// Runs work(w, DIR/w) in `jobs` forked processes (w = 0..jobs-1; DIR/w exists; the worker's stdout and stderr go
+// to DIR/w/stdout and DIR/w/stderr) and waits for all. An exception out of `work` is a message and exit 2.
+std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
+                                   const std::function<int(int w, const std::string& own_dir)>& work);
+
+// Each distinct line of the workers' stderr once, in worker order (they share warnings about the same scope).
+std::string workers_stderr(const std::vector<WorkerEnd>& ends);
+// "" when every worker exited 0 or 1; else which one failed and how ("worker 1 of 2 was killed by signal 9 ...",
+// "worker 0 of 2 exited with status 2").
+std::string failed_worker(const std::vector<WorkerEnd>& ends);
+
+}  // namespace lockstep::tools
