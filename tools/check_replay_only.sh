@@ -49,7 +49,7 @@ id=$(tail -1 <<< "$line")
 code=0
 out=$(cd "$work" && eval "$lockstep ${reproduce#lockstep }" 2>&1) || code=$?
 [[ $code -eq 1 ]] || fail "the reproduce line '$reproduce' exited $code, not 1"
-grep -q "FAIL  $id: action [0-9]* (step)" <<< "$out" || fail "the reproduce line '$reproduce' does not fail $id at a step"
+grep -q "FAIL  *$id: action [0-9]* (step)" <<< "$out" || fail "the reproduce line '$reproduce' does not fail $id at a step"
 
 # A fixture's program (any: the first of the corpus).
 python3 -c '

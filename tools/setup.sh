@@ -24,12 +24,13 @@ esac
 
 # The replay-only build needs no LibTorch, no Python torch, no Clang, no node (README "Replay-only install").
 replay_only_packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache
   libgtest-dev librapidcheck-dev libfmt-dev nlohmann-json3-dev libcli11-dev libexpat1-dev
   python3 python3-jsonschema  # the fixtures' JSON Schema check and the tests' scripts
 )
 packages=(
   cmake ninja-build g++ pkg-config
+  ccache                # the no-torch build reuses the default build's objects
   libtorch-dev          # the oracle (LibTorch 1.13.1)
   libgtest-dev          # GoogleTest
   librapidcheck-dev     # property-based random programs
