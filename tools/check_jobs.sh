@@ -4,8 +4,9 @@
 # error budget; a float32-only driver: scope, left-out cases, skips, an expectations file that masks and expects
 # failures; the oracle against itself: growth tables; a legitimate variant, free-running: the drift table), the
 # reports of --jobs 2 and 3, of shards run one by one and merged (`lockstep merge`), and of shards chosen by
-# GoogleTest's variables, each with --jobs inside, are byte for byte those of --jobs 1. A reproduce line of a
-# --jobs run, executed, fails the same way. Bad shards, bad merges and a worker killed by a signal are errors
+# GoogleTest's variables, each with --jobs inside, are byte for byte those of --jobs 1; so are those of `lockstep
+# replay --jobs` and the kill table of `lockstep mutants --jobs` (but the seconds). A reproduce line of a --jobs run,
+# executed, fails the same way. Bad shards, bad merges and a worker killed by a signal are errors
 # (exit 2, a message naming the shard or file) that leave no reports behind.
 #
 #   bash tools/check_jobs.sh build/lockstep build/lockstep-impl-driver WORK_DIR
@@ -115,6 +116,39 @@ lines() { sed 's/after [0-9.]* s/after T s/' "$1" | grep '^  \(killed\|SURVIVED\
 diff <(lines "$work/mutants1.out") <(lines "$work/mutants3.out") > /dev/null ||
   fail "the console lines of mutants --jobs 3 differ from --jobs 1's"
 
+# lockstep replay: the console and the reports of --jobs 2 and 3 are those of --jobs 1 (in-process; a wrong driver;
+# a float32-only driver that skips, with an expectations file).
+cat > "$work/replay-expectations.json" <<'EOF'
+{"expectations": [
+  {"id": "grad-adam-*", "fields": ["* → exp_avg_sq*"], "reason": "planted mask"},
+  {"id": "tut002-*", "reason": "planted whole-case entry: some fail, some pass (unexpected passes)"}
+]}
+EOF
+check_replay() {
+  local name="$1"
+  shift
+  local dir="$work/replay-$name" j code1=0
+  mkdir -p "$dir"
+  "$lockstep" replay "$@" --jobs 1 --verbose --report-dir "$dir/jobs1" > "$dir/jobs1.out" 2>&1 || code1=$?
+  [[ $code1 -le 1 ]] || { fail "replay $name: --jobs 1 exited $code1"; tail -3 "$dir/jobs1.out" >&2; return; }
+  for j in 2 3; do
+    local code=0
+    "$lockstep" replay "$@" --jobs $j --verbose --report-dir "$dir/jobs$j" > "$dir/jobs$j.out" 2>&1 || code=$?
+    [[ $code -eq $code1 ]] || fail "replay $name: --jobs $j exited $code, --jobs 1 exited $code1"
+    for ext in md json xml; do
+      cmp -s "$dir/jobs1/replay-report.$ext" "$dir/jobs$j/replay-report.$ext" ||
+        fail "replay $name: --jobs $j's replay-report.$ext differs from --jobs 1's"
+    done
+    diff <(sed 's/([0-9.]* s)$//' "$dir/jobs1.out" | grep -v '^reports:') \
+         <(sed 's/([0-9.]* s)$//' "$dir/jobs$j.out" | grep -v '^reports:') > "$dir/console$j.diff" ||
+      { fail "replay $name: the output of --jobs $j differs from --jobs 1's"; head -5 "$dir/console$j.diff" >&2; }
+  done
+  echo "  replay $name: $(tail -1 "$dir/jobs1.out" | sed 's/ ([0-9.]* s)$//'); identical for --jobs 1, 2, 3"
+}
+check_replay impl --engine impl
+check_replay wrong-driver --engine "$impl --mutant adam_eps_inside_sqrt" --expectations "$work/replay-expectations.json"
+check_replay float32 --engine "python3 $here/adapters/testing/float32_sgd_adam.py --no-hello-supports -- $impl"
+
 # Sanity of the comparison itself: the planted entries were used (a known case and an unexpected pass).
 grep -q '"status": "known"' "$work/float32/jobs2/lockstep-report.json" || fail "float32: no known case (the mask was not used)"
 grep -q 'an expectation says the whole case fails' "$work/float32/jobs2/lockstep-report.json" ||
@@ -154,7 +188,20 @@ expect_error "a shard given twice" "shard 0 is also" "$lockstep" merge "$s/shard
   "$s/shard0/lockstep-report.json" "$s/shard1/lockstep-report.json" "$s/shard2/lockstep-report.json"
 expect_error "shards of two runs" "/under_test: the implementation under test differs" "$lockstep" merge \
   "$s/shard0/lockstep-report.json" "$work/driver-mutant/shard1/lockstep-report.json" "$s/shard2/lockstep-report.json"
-expect_error "a whole run given as a shard" "not the report of a shard" "$lockstep" merge "$s/jobs1/lockstep-report.json"
+expect_error "a whole run given with a shard" "not the report of a shard" "$lockstep" merge "$s/jobs1/lockstep-report.json" \
+  "$s/shard1/lockstep-report.json"
+# One unsplit run (GTEST_TOTAL_SHARDS=1) merges into itself.
+code=0
+"$lockstep" merge "$s/jobs1/lockstep-report.json" --report-dir "$work/merge-one" > /dev/null 2>&1 || code=$?
+[[ $code -eq 1 ]] || fail "merging one whole (failing) run exited $code, not 1"
+for ext in md json xml; do
+  cmp -s "$s/jobs1/lockstep-report.$ext" "$work/merge-one/lockstep-report.$ext" || fail "one whole run merged is not itself ($ext)"
+done
+# Shards of runs with other settings (--special-values changes every program) do not merge.
+"$lockstep" run --engine impl --mutant adam_eps_inside_sqrt --count 120 --seed 5 --shrink-seconds 30 --special-values \
+  --shard 1/3 --jobs 1 --report-dir "$work/special1" > /dev/null 2>&1 || true
+expect_error "a shard of a run with other settings" "/shard/run: the run's settings differ" "$lockstep" merge \
+  "$s/shard0/lockstep-report.json" "$work/special1/lockstep-report.json" "$s/shard2/lockstep-report.json"
 head -c 2000 "$s/shard1/lockstep-report.json" > "$work/truncated.json"
 expect_error "a truncated report" "truncated.json" "$lockstep" merge "$s/shard0/lockstep-report.json" \
   "$work/truncated.json" "$s/shard2/lockstep-report.json"

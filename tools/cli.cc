@@ -138,6 +138,10 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
   replay->add_option("--profile", replay_args.profile,
                      "API profile (NAME, FILE or none); default: the one the driver's hello names");
   replay->add_flag("--verbose", replay_args.verbose, "A line per fixture, passes included");
+  replay->add_option("--jobs,-j", replay_args.jobs,
+                     "Worker processes, each with its own engine or driver (default: the machine's cores, one per "
+                     "200 fixtures at most); the output and reports are those of one process")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
 
   FixturesGenerateArgs generate_args;
   CLI::App* fixtures = app.add_subcommand("fixtures", "The golden fixture corpus");

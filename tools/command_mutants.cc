@@ -657,6 +657,7 @@ int command_mutants(const MutantsArgs& args) {
         }
         nlohmann::ordered_json out = nlohmann::ordered_json::array();
         for (const MutantRows& mr : rows) out.push_back(rows_to_json(mr));
+        make_strings_valid_utf8(out);
         write_file_atomically(own + "/rows.json", out.dump());
         return kExitOk;
       });

@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
@@ -21,17 +24,76 @@
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/report/report.h"
+#include "conformance/report/report_reader.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
 #include "tools/lockstep_session.h"
 #include "tools/report_files.h"
+#include "tools/workers.h"
 
 namespace lockstep::tools {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Without --jobs, a worker per this many fixtures at most (and per core).
+constexpr int64_t kFixturesPerDefaultJob = 200;
+
+// A worker's result for the parent (--jobs): every field of ReplayCaseResult (not a user-facing format).
+nlohmann::ordered_json replay_result_to_json(const ReplayCaseResult& r) {
+  nlohmann::ordered_json diffs = nlohmann::ordered_json::array(), masked = nlohmann::ordered_json::array(),
+                         growth = nlohmann::ordered_json::array(), fields = nlohmann::ordered_json::object();
+  for (const Difference& d : r.differences) diffs.push_back(difference_to_json(d));
+  for (const MaskedDifference& m : r.masked)
+    masked.push_back({{"difference", difference_to_json(m.difference)},
+                      {"action_index", m.action_index ? nlohmann::ordered_json(*m.action_index) : nlohmann::ordered_json()},
+                      {"action", m.action}, {"reason", m.reason}, {"by_profile", m.by_profile}});
+  for (const GrowthRow& g : r.growth) growth.push_back(growth_to_json(g));
+  for (const auto& [name, n] : r.optional_fields) fields[name] = {n.compared, n.not_reported, n.not_expected};
+  return {{"id", r.id}, {"file", r.file}, {"tags", r.tags}, {"status", static_cast<int>(r.status)},
+          {"failure_category", r.failure_category}, {"failure", r.failure}, {"failed_at_setup", r.failed_at_setup},
+          {"failed_action", r.failed_action ? nlohmann::ordered_json(*r.failed_action) : nlohmann::ordered_json()},
+          {"failed_action_name", r.failed_action_name}, {"differences", diffs}, {"masked", masked},
+          {"optional_fields", fields}, {"skipped_feature", r.skipped_feature}, {"expected_reason", r.expected_reason},
+          {"expected_category", r.expected_category}, {"stderr_excerpt", r.stderr_excerpt}, {"growth", growth},
+          {"areas", r.areas}, {"elapsed_ns", static_cast<int64_t>(r.elapsed.count())}};
+}
+
+ReplayCaseResult replay_result_from_json(const nlohmann::ordered_json& j) {
+  ReplayCaseResult r;
+  r.id = j.at("id").get<std::string>();
+  r.file = j.at("file").get<std::string>();
+  r.tags = j.at("tags").get<std::vector<std::string>>();
+  r.status = static_cast<ReplayStatus>(j.at("status").get<int>());
+  r.failure_category = j.at("failure_category").get<std::string>();
+  r.failure = j.at("failure").get<std::string>();
+  r.failed_at_setup = j.at("failed_at_setup").get<bool>();
+  if (!j.at("failed_action").is_null()) r.failed_action = j.at("failed_action").get<size_t>();
+  r.failed_action_name = j.at("failed_action_name").get<std::string>();
+  for (const nlohmann::ordered_json& d : j.at("differences")) r.differences.push_back(difference_from_json(d, ""));
+  for (const nlohmann::ordered_json& m : j.at("masked")) {
+    MaskedDifference md;
+    md.difference = difference_from_json(m.at("difference"), "");
+    if (!m.at("action_index").is_null()) md.action_index = m.at("action_index").get<size_t>();
+    md.action = m.at("action").get<std::string>();
+    md.reason = m.at("reason").get<std::string>();
+    md.by_profile = m.at("by_profile").get<bool>();
+    r.masked.push_back(std::move(md));
+  }
+  for (auto it = j.at("optional_fields").begin(); it != j.at("optional_fields").end(); ++it)
+    r.optional_fields[it.key()] = {it.value().at(0).get<int64_t>(), it.value().at(1).get<int64_t>(),
+                                   it.value().at(2).get<int64_t>()};
+  r.skipped_feature = j.at("skipped_feature").get<std::string>();
+  r.expected_reason = j.at("expected_reason").get<std::string>();
+  r.expected_category = j.at("expected_category").get<std::string>();
+  r.stderr_excerpt = j.at("stderr_excerpt").get<std::string>();
+  for (const nlohmann::ordered_json& g : j.at("growth")) r.growth.push_back(growth_row_from_json(g, ""));
+  r.areas = j.at("areas").get<std::vector<std::string>>();
+  r.elapsed = std::chrono::nanoseconds(j.at("elapsed_ns").get<int64_t>());
+  return r;
+}
 
 bool is_builtin_engine(const std::string& name) {
   for (const std::string& n : engine_names())
@@ -160,7 +222,6 @@ int command_replay(const ReplayArgs& args) {
     return kExitInputError;
   }
 
-  std::vector<ReplayCaseResult> results;
   std::string engine_name = args.engine;
   const bool builtin = is_builtin_engine(args.engine);
   std::unique_ptr<ExternalDriver> driver;
@@ -205,6 +266,12 @@ int command_replay(const ReplayArgs& args) {
     auto has = [&](const std::string& t) { return std::find(f.tags.begin(), f.tags.end(), t) != f.tags.end(); };
     return std::all_of(tags.begin(), tags.end(), has) && std::none_of(exclude_tags.begin(), exclude_tags.end(), has);
   };
+  // 1. Which fixtures run: those selected and in scope (the others recorded as left out, in order).
+  struct Planned {
+    const Fixture* original;
+    Fixture sent;  // zero_grad() spelled out when the defaults differ (zero_grad_default.h)
+  };
+  std::vector<Planned> planned;
   size_t matched = 0;
   for (const Fixture& original : fixtures) {
     if (!selected(original)) continue;
@@ -219,13 +286,99 @@ int command_replay(const ReplayArgs& args) {
       f.program = spell_out_zero_grad(f.program, recorder_none);
       f.program_json = program_to_json(f.program);
     }
+    planned.push_back({&original, std::move(f)});
+  }
+  if (matched == 0) {
+    std::cerr << "lockstep replay: no fixture matches --only/--tags/--exclude-tags\n";
+    return kExitInputError;
+  }
+  if (planned.empty()) {
+    std::cerr << "lockstep replay: every selected fixture is out of scope (the driver's capabilities, "
+                 "--features/--exclude-features, its profile); see --verbose\n";
+    return kExitInputError;
+  }
+
+  // 2. Replay them, here or in workers (workers.h; fixture i in worker i % jobs, each with its own engine or
+  // driver; the expectations' use counts come back with the results).
+  auto replay_one = [&](const Planned& p, ExternalDriver* on) {
     auto engine = [&] {
       std::unique_ptr<Engine> e = make_engine(args.engine);
       return mine != recorder_none ? with_zero_grad_default(std::move(e), recorder_none) : std::move(e);
     };
-    ReplayCaseResult r = builtin ? replay_in_process(f, engine, config) : replay_on_driver(f, *driver, config);
-    r.areas = feature_areas(original.program);
-    if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
+    ReplayCaseResult r = on ? replay_on_driver(p.sent, *on, config) : replay_in_process(p.sent, engine, config);
+    r.areas = feature_areas(p.original->program);
+    return r;
+  };
+  std::vector<ReplayCaseResult> results(planned.size());
+  int64_t driver_starts = 0;
+  const int64_t jobs = args.jobs > 0 ? std::min<int64_t>(args.jobs, static_cast<int64_t>(planned.size()))
+                                     : std::max<int64_t>(1, std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                                                               static_cast<int64_t>(planned.size()) / kFixturesPerDefaultJob));
+  if (jobs == 1) {
+    pin_oracle_threads();
+    for (size_t i = 0; i < planned.size(); ++i) {
+      results[i] = replay_one(planned[i], driver.get());
+      if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
+    }
+    if (driver) driver_starts = driver->starts();
+  } else {
+    driver.reset();  // the hello's driver: each worker starts its own
+    try {
+      WorkerDir dir("lockstep-replay");
+      const std::vector<WorkerEnd> ends = run_workers(static_cast<int>(jobs), dir.path(), [&](int w, const std::string& own) {
+        pin_oracle_threads();
+        std::unique_ptr<ExternalDriver> mine_driver;
+        if (!builtin) {
+          DriverOptions options;
+          options.timeout = std::chrono::milliseconds(args.timeout_ms);
+          mine_driver = std::make_unique<ExternalDriver>(args.engine, options);
+          if (!mine_driver->ensure_started()) return stop_on_driver_startup_failure("lockstep replay", *mine_driver);
+        }
+        nlohmann::ordered_json done = nlohmann::ordered_json::array();
+        for (size_t i = static_cast<size_t>(w); i < planned.size(); i += static_cast<size_t>(jobs)) {
+          done.push_back(replay_result_to_json(replay_one(planned[i], mine_driver.get())));
+          if (mine_driver && mine_driver->startup_failed())
+            return stop_on_driver_startup_failure("lockstep replay", *mine_driver);
+        }
+        nlohmann::ordered_json uses = nlohmann::ordered_json::array();
+        for (const Expectation& e : config.expectations.entries) uses.push_back(e.uses);
+        nlohmann::ordered_json out{{"results", std::move(done)}, {"uses", std::move(uses)},
+                                   {"starts", mine_driver ? mine_driver->starts() : 0}};
+        make_strings_valid_utf8(out);  // as every writer sanitises them: the same console and reports
+        write_file_atomically(own + "/results.json", out.dump());
+        return kExitOk;
+      });
+      std::cerr << workers_stderr(ends);
+      if (const std::string why = failed_worker(ends); !why.empty()) {
+        for (const WorkerEnd& e : ends)
+          if (e.signal) {
+            std::cerr << "lockstep replay: " << why << "\n";
+            break;
+          }
+        return kExitInputError;
+      }
+      for (int64_t w = 0; w < jobs; ++w) {
+        const nlohmann::ordered_json got =
+            nlohmann::ordered_json::parse(read_text_file(dir.path() + "/" + std::to_string(w) + "/results.json"));
+        const nlohmann::ordered_json& list = got.at("results");
+        for (size_t k = 0; k < list.size(); ++k)
+          results[static_cast<size_t>(w) + k * static_cast<size_t>(jobs)] = replay_result_from_json(list[k]);
+        const nlohmann::ordered_json& uses = got.at("uses");
+        for (size_t e = 0; e < config.expectations.entries.size(); ++e)
+          config.expectations.entries[e].uses += uses.at(e).get<int64_t>();
+        driver_starts += got.at("starts").get<int64_t>();
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "lockstep replay: --jobs " << jobs << ": " << e.what() << "\n";
+      return kExitInputError;
+    }
+  }
+
+  // 3. In fixture order: coverage, the console, the reports.
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Fixture& original = *planned[i].original;
+    const Fixture& f = planned[i].sent;
+    const ReplayCaseResult& r = results[i];
     LockstepResult counted;
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
     counted.optional_fields = r.optional_fields;
@@ -235,16 +388,6 @@ int command_replay(const ReplayArgs& args) {
       for (AppliedRule& rule : scope.coverage.rules)
         if (rule.id == kZeroGradDefaultRule) ++rule.uses;
     print_result(r, args.verbose);
-    results.push_back(std::move(r));
-  }
-  if (matched == 0) {
-    std::cerr << "lockstep replay: no fixture matches --only/--tags/--exclude-tags\n";
-    return kExitInputError;
-  }
-  if (results.empty()) {
-    std::cerr << "lockstep replay: every selected fixture is out of scope (the driver's capabilities, "
-                 "--features/--exclude-features, its profile); see --verbose\n";
-    return kExitInputError;
   }
   std::string oracle = fixtures.front().expected.engine;
   std::string prefix = fmt::format("lockstep replay --fixtures {} --engine {}",
@@ -264,7 +407,7 @@ int command_replay(const ReplayArgs& args) {
     std::cerr << "lockstep replay: cannot write the reports: " << e.what() << "\n";
     return kExitInputError;
   }
-  if (driver && driver->starts() > 1) fmt::print("the driver was started {} times\n", driver->starts());
+  if (driver_starts > jobs) fmt::print("the driver was started {} times\n", driver_starts);
   return finish(results, config, t0, fmt::format("replay of {} fixtures on {}", results.size(), engine_name));
 }
 

@@ -265,6 +265,12 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
   if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(args.expectations_file);
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
   prefix += scope.reproduce_flags;
+  // A random program's reproduce line is this and --index; it is also what makes shards part of the same run.
+  std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
+                                          args.special_values ? " --special-values" : "");
+  if (!args.special_values && args.special_values_every != RunArgs{}.special_values_every)
+    random_prefix += fmt::format(" --special-values-every {}", args.special_values_every);
+  if (report.shard) report.shard->run = random_prefix;
 
   // A case's report, judged by the expectations (expectations.h).
   auto case_report = [&](const std::string& id, LockstepResult result, std::optional<Program> program,
@@ -323,10 +329,6 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
     gen.special_values_every = args.special_values_every;
     if (!scope.scope->empty()) gen.scope = scope.scope;
     RandomPrograms programs(args.seed, gen);
-    std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
-                                            args.special_values ? " --special-values" : "");
-    if (!args.special_values && args.special_values_every != RunArgs{}.special_values_every)
-      random_prefix += fmt::format(" --special-values-every {}", args.special_values_every);
     const int64_t first = args.only_index >= 0 ? args.only_index : 0;
     const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
     Progress progress(args.only_index >= 0 ? 1 : programs_in_shard(shard, args.count), output.case_lines);

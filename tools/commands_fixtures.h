@@ -25,6 +25,7 @@ struct ReplayArgs {
   std::string exclude_features;
   std::string profile;
   bool verbose = false;                  // a line per case, not only per failure
+  int64_t jobs = 0;                      // worker processes; 0: the machine's cores, one per 200 fixtures at most
 };
 int command_replay(const ReplayArgs& args);
 

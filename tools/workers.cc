@@ -37,6 +37,10 @@ WorkerDir::~WorkerDir() {
 
 namespace {
 
+// Set by SIGINT, SIGTERM or SIGHUP while the parent waits for its workers.
+volatile std::sig_atomic_t interrupted = 0;
+void on_interrupt(int signal) { interrupted = signal; }
+
 std::string read_all(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -79,16 +83,39 @@ std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
     }
     pids.push_back(pid);
   }
+  // Interrupted while waiting (Ctrl-C, a CI job's timeout): the workers are stopped, the directory removed, and the
+  // signal ends this process as it would have without workers.
+  interrupted = 0;
+  struct sigaction action {}, old_int {}, old_term {}, old_hup {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: waitpid returns EINTR
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+  sigaction(SIGHUP, &action, &old_hup);
   std::vector<WorkerEnd> ends(pids.size());
   for (size_t w = 0; w < pids.size(); ++w) {
     int status = 0;
-    while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR && !interrupted) {}
+    if (interrupted) {
+      const int signal = interrupted;
+      for (pid_t p : pids) kill(p, SIGTERM);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      std::signal(signal, SIG_DFL);
+      std::raise(signal);
+      _exit(128 + signal);
+    }
     if (WIFEXITED(status)) ends[w].exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) ends[w].signal = WTERMSIG(status);
     const fs::path own = fs::path(dir) / std::to_string(w);
     ends[w].out = read_all(own / "stdout");
     ends[w].err = read_all(own / "stderr");
   }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
   return ends;
 }
 

@@ -433,6 +433,10 @@ Program program_from_text(const std::string& text, const std::string& source, co
 }
 
 std::string read_text_file(const std::string& path) {
+  return read_text_file(path, kMaxInputFileBytes, "program, fixture, case and expectation files");
+}
+
+std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "cannot read the file: it is a directory");
   std::ifstream in(path, std::ios::binary);
@@ -443,9 +447,9 @@ std::string read_text_file(const std::string& path) {
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     text.append(chunk.data(), static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxInputFileBytes)
-      throw InputError(path, "", "the file is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
-                                     " MiB, the limit for program, fixture, case and expectation files");
+    if (text.size() > max_bytes)
+      throw InputError(path, "", "the file is larger than " + std::to_string(max_bytes >> 20) + " MiB, the limit for " +
+                                     what);
   }
   if (in.bad()) throw InputError(path, "", "cannot read the file");
   return text;

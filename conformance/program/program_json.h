@@ -70,6 +70,8 @@ Program read_program_file(const std::string& path, const ProgramLimits& limits =
 // more than kMaxInputFileBytes (64 MiB; /dev/zero ends there in a fraction of a second instead of never).
 inline constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
 std::string read_text_file(const std::string& path);
+// The same with another bound (`what` names the files it is for, in the message).
+std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what);
 
 // The document of a program; program_from_json(program_to_json(p)) == p field by field, bitwise on
 // numbers (float32 values written as their shortest float decimal).

@@ -81,6 +81,26 @@ std::string failure_location(const LockstepResult& r) {
 namespace {
 
 // `escape`: XML (entities); else only the sanitising: invalid UTF-8 and control bytes but \n and \t -> U+FFFD.
+// The length of the valid UTF-8 sequence at s[i] (a lead byte >= 0x80), 0 when it is not one: no overlongs,
+// surrogates, > U+10FFFF, U+FFFE/U+FFFF (not allowed in XML).
+size_t utf8_sequence_length(const unsigned char* s, size_t i, size_t n) {
+  const unsigned char c = s[i];
+  size_t length = 0;
+  uint32_t code = 0;
+  if (c >= 0xC2 && c <= 0xDF) { length = 2; code = c & 0x1F; }
+  else if (c >= 0xE0 && c <= 0xEF) { length = 3; code = c & 0x0F; }
+  else if (c >= 0xF0 && c <= 0xF4) { length = 4; code = c & 0x07; }
+  if (length == 0 || i + length > n) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((s[i + k] & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (s[i + k] & 0x3F);
+  }
+  const uint32_t min_code = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF) || code == 0xFFFE || code == 0xFFFF)
+    return 0;
+  return length;
+}
+
 std::string sanitise(const std::string& text, bool attribute, bool escape = true) {
   static const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
   std::string out;
@@ -113,24 +133,9 @@ std::string sanitise(const std::string& text, bool attribute, bool escape = true
       ++i;
       continue;
     }
-    // A UTF-8 sequence: validated (no overlongs, surrogates, > U+10FFFF, U+FFFE/U+FFFF).
-    size_t length = 0;
-    uint32_t code = 0;
-    if (c >= 0xC2 && c <= 0xDF) { length = 2; code = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { length = 3; code = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { length = 4; code = c & 0x07; }
-    bool valid = length > 0 && i + length <= n;
-    for (size_t k = 1; valid && k < length; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) valid = false;
-      else code = (code << 6) | (s[i + k] & 0x3F);
-    }
-    if (valid) {
-      const uint32_t min_code = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
-      if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF) || code == 0xFFFE ||
-          code == 0xFFFF)
-        valid = false;
-    }
-    if (!valid) {
+    // A UTF-8 sequence, validated; each byte of an invalid one becomes U+FFFD.
+    const size_t length = utf8_sequence_length(s, i, n);
+    if (length == 0) {
       out += kReplacement;
       ++i;
       continue;
@@ -179,6 +184,24 @@ void readable_json_into(const nlohmann::ordered_json& j, int indent, std::string
 
 }  // namespace
 
+std::string valid_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  std::string out;
+  out.reserve(n);
+  for (size_t i = 0; i < n;) {
+    const size_t length = s[i] < 0x80 ? 1 : utf8_sequence_length(s, i, n);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(text, i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
 std::string xml_escape(const std::string& text) { return sanitise(text, true); }
 std::string xml_text(const std::string& text) { return sanitise(text, false); }
 std::string printable_utf8(const std::string& text) { return sanitise(text, false, false); }
@@ -193,6 +216,8 @@ namespace {
 
 nlohmann::ordered_json optional_number(double v) { return number_to_json(v); }
 
+}  // namespace
+
 nlohmann::ordered_json growth_to_json(const GrowthRow& row) {
   nlohmann::ordered_json j;
   j["action_index"] = row.action_index ? nlohmann::ordered_json(*row.action_index) : nlohmann::ordered_json();
@@ -203,8 +228,6 @@ nlohmann::ordered_json growth_to_json(const GrowthRow& row) {
   j["max_ulp_error"] = std::move(errors);
   return j;
 }
-
-}  // namespace
 
 nlohmann::ordered_json difference_to_json(const Difference& d) {
   nlohmann::ordered_json j;
@@ -324,7 +347,7 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
   j["max_size"] = report.max_size;
   if (report.shard)
     j["shard"] = {{"index", report.shard->index}, {"total", report.shard->total},
-                  {"named_cases", report.shard->named_cases}};
+                  {"named_cases", report.shard->named_cases}, {"run", report.shard->run}};
   const ReportSummary s = summarise(report);
   j["summary"] = {{"total", s.total}, {"passed", s.passed}, {"failed", s.failed}, {"known", s.known}};
   if (report.coverage) j["coverage"] = coverage_to_json(*report.coverage);
@@ -391,8 +414,20 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
   return j;
 }
 
+void make_strings_valid_utf8(nlohmann::ordered_json& j) {
+  if (j.is_string()) {
+    std::string& s = j.get_ref<std::string&>();
+    std::string v = valid_utf8(s);
+    if (v != s) s = std::move(v);
+  } else if (j.is_structured()) {
+    for (auto& child : j) make_strings_valid_utf8(child);
+  }
+}
+
 std::string report_json_text(const RunReport& report, const ReportOptions& options) {
-  return report_json(report, options).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  nlohmann::ordered_json j = report_json(report, options);
+  make_strings_valid_utf8(j);
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace lockstep

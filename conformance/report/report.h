@@ -94,6 +94,8 @@ struct ReportShard {
   int64_t index = 0;
   int64_t total = 1;
   int64_t named_cases = 0;  // how many of this report's cases (the first ones) are named cases
+  std::string run;          // the run's settings as a command line (its reproduce lines without --index): the
+                            // shards of one run have the same
 };
 
 struct RunReport {
@@ -133,6 +135,12 @@ std::string report_json_text(const RunReport& report, const ReportOptions& optio
 std::string report_junit(const RunReport& report, const ReportOptions& options = {});
 
 // Pieces shared by the writers.
+// Invalid UTF-8 (and U+FFFE, U+FFFF) replaced byte by byte with U+FFFD, everything else kept: the JSON report's
+// strings, which the other writers then sanitise alike.
+std::string valid_utf8(const std::string& text);
+// Every string value of `j` through valid_utf8() (report_json_text() does it; so do --jobs workers' files): what is
+// read back writes the same Markdown and JUnit as the bytes it came from.
+void make_strings_valid_utf8(nlohmann::ordered_json& j);
 std::string xml_escape(const std::string& text);  // &<>"' escaped; control bytes and invalid UTF-8 -> U+FFFD
                                                   // (attribute-safe: \n \r \t as character references)
 std::string xml_text(const std::string& text);
@@ -143,6 +151,7 @@ std::string printable_utf8(const std::string& text);    // element text: only & 
 // ("shape": [2, 3]): a program stays readable in a pull-request comment.
 std::string readable_json(const nlohmann::ordered_json& j);
 nlohmann::ordered_json difference_to_json(const Difference& d);
+nlohmann::ordered_json growth_to_json(const GrowthRow& row);
 nlohmann::ordered_json coverage_to_json(const CoverageReport& coverage);
 // Every optional trace field (optional_fields.h) with its counts and status: "tested" (every observation
 // compared), "partly untested", or "untested" (none compared), and why observations went untested.

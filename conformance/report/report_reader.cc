@@ -233,6 +233,15 @@ CaseReport case_from(const json& j, const std::string& pointer) {
 
 }  // namespace
 
+Difference difference_from_json(const json& j, const std::string& pointer) {
+  JsonObjectReader r(j, pointer, "a difference");
+  Difference d = difference_from(r);
+  r.finish(false);
+  return d;
+}
+
+GrowthRow growth_row_from_json(const json& j, const std::string& pointer) { return growth_from(j, pointer); }
+
 RunReport report_from_json(const json& doc, const std::string& file) {
   try {
     JsonObjectReader r(doc, "", "a run report");
@@ -257,6 +266,7 @@ RunReport report_from_json(const json& doc, const std::string& file) {
       shard.index = count_from_json(x.required("index"), "/shard/index");
       shard.total = count_from_json(x.required("total"), "/shard/total");
       shard.named_cases = count_from_json(x.required("named_cases"), "/shard/named_cases");
+      shard.run = x.string("run");
       if (shard.total < 1 || shard.index >= shard.total)
         throw JsonError("/shard", fmt::format("shard {} of {} does not exist", shard.index, shard.total));
       x.finish(false);
@@ -279,10 +289,10 @@ RunReport report_from_json(const json& doc, const std::string& file) {
 }
 
 RunReport read_report_file(const std::string& path) {
-  const std::string text = read_text_file(path);
+  const std::string text = read_text_file(path, kMaxReportFileBytes, "run reports");
   json doc;
   try {
-    doc = parse_json_text(text, kReportDepth);
+    doc = parse_json_text(text, kReportDepth, kMaxReportValues);
   } catch (const JsonError& e) {
     throw InputError(path, e.pointer(), e.message());
   }

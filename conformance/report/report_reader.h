@@ -21,8 +21,18 @@
 
 namespace lockstep {
 
+// A report is the record of a whole run (every case, free-running growth rows included: about 2 KB a case in-process,
+// more through a driver), so its bounds are wider than an input's: 1 GiB and 2^26 JSON values (a shard of a few
+// hundred thousand programs; README "Limits"). Parsing one takes about ten times its size in memory.
+inline constexpr size_t kMaxReportFileBytes = size_t{1} << 30;
+inline constexpr int64_t kMaxReportValues = int64_t{1} << 26;
+
 // Throws InputError naming `file` and the JSON pointer of the problem.
 RunReport report_from_json(const nlohmann::ordered_json& doc, const std::string& file);
+// Pieces, for other readers of the same objects (difference_to_json(), growth_to_json()); JsonError with the pointer.
+Difference difference_from_json(const nlohmann::ordered_json& j, const std::string& pointer);
+GrowthRow growth_row_from_json(const nlohmann::ordered_json& j, const std::string& pointer);
+
 // Reads and parses the file (read_text_file()'s size bound, the JSON readers' value bounds); throws InputError.
 RunReport read_report_file(const std::string& path);
 

@@ -97,7 +97,7 @@ CaseReport case_of_kind(int kind, const std::string& id) {
       omitted.expected = omitted.actual = omitted.absolute_error = omitted.relative_error = omitted.ulp_error =
           omitted.scale = omitted.allowed_ulps = std::numeric_limits<double>::quiet_NaN();
       r.differences.push_back(omitted);
-      r.driver_stderr = "warning: \xff not UTF-8\n";
+      r.driver_stderr = "warning: \xff not UTF-8, and a cut arrow: \xe2\x86";
       r.stop_reason = "a later structural difference";
       program = small_program(1);
       c = make_case_report(id, r, program, reproduce);
@@ -376,9 +376,18 @@ TEST(ReportShards, IncompleteOrMixedSetsAreErrors) {
   auto other_engine = shards;
   other_engine[1].second.under_test_engine = "impl";
   EXPECT_NE(merge_error(other_engine).find("/under_test"), std::string::npos);
+  auto other_run = shards;
+  other_run[1].second.shard->run = "lockstep run --special-values";
+  EXPECT_NE(merge_error(other_run).find("shard-1.json: /shard/run: the run's settings differ"), std::string::npos);
   auto other_scope = shards;
   other_scope[2].second.coverage->left_out.clear();
   EXPECT_NE(merge_error(other_scope).find("/coverage/left_out"), std::string::npos);
+}
+
+TEST(ReportShards, OneWholeRunMergesIntoItself) {
+  const RunReport whole = sample_report(4);
+  expect_same_bytes(merge_shard_reports({{"whole.json", whole}}, std::nullopt), whole);
+  EXPECT_NE(merge_error({{"a.json", whole}, {"b.json", whole}}).find("not the report of a shard"), std::string::npos);
 }
 
 TEST(ReportShards, ShardSpecsAndTheGoogleTestVariables) {

@@ -61,6 +61,8 @@ int64_t programs_in_shard(const ShardSpec& s, int64_t count) {
 RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> reports,
                               const std::optional<ShardSpec>& into) {
   if (reports.empty()) throw InputError("", "", "no reports to merge");
+  // One report of a whole run (GTEST_TOTAL_SHARDS=1, --shard 0/1: a run that was not split) is itself.
+  if (!into && reports.size() == 1 && !reports.front().second.shard) return std::move(reports.front().second);
   // Each report, by its shard index.
   std::map<int64_t, std::pair<std::string, RunReport>*> by_index;
   const int64_t total = reports.front().second.shard ? reports.front().second.shard->total : 0;
@@ -103,6 +105,10 @@ RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> rep
     same(file, r.seed == first.seed, "/seed", "the seed");
     same(file, r.count == first.count, "/count", "the count");
     same(file, r.max_size == first.max_size, "/max_size", "the maximum size");
+    if (r.shard->run != first.shard->run)
+      throw InputError(file, "/shard/run",
+                       fmt::format("the run's settings differ from {}'s: not a shard of the same run ('{}', not '{}')",
+                                   first_file, r.shard->run, first.shard->run));
     same(file, r.coverage.has_value() == first.coverage.has_value(), "/coverage", "whether there is coverage");
     if (r.shard->index != 0 && r.shard->named_cases != 0)
       throw InputError(file, "/shard/named_cases", "named cases run in shard 0 only");
@@ -129,7 +135,9 @@ RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> rep
   out.cases.clear();
   by_index.begin()->second->second.cases = std::move(first_cases);
   out.shard.reset();
-  if (into) out.shard = ReportShard{into->index, into->total, first.shard->index == 0 ? first.shard->named_cases : 0};
+  if (into)
+    out.shard = ReportShard{into->index, into->total, first.shard->index == 0 ? first.shard->named_cases : 0,
+                            first.shard->run};
   // Named cases (shard 0), then random programs by index: program index(s) + p * total is the p-th random case of
   // shard s.
   size_t cases = 0;

@@ -41,7 +41,7 @@ inline bool in_shard(const ShardSpec& s, int64_t program_index) { return program
 // How many of programs 0..count-1 shard `s` runs.
 int64_t programs_in_shard(const ShardSpec& s, int64_t count);
 
-// Merges the reports of shards 0..T-1 of one run (`into` empty: the report of the whole run, no shard), or of
+// Merges the reports of shards 0..T-1 of one run (one report of a whole run: itself) (`into` empty: the report of the whole run, no shard), or of
 // shards i + w*n of n*J, w < J (`into` = shard i of n: the report of that shard). Throws InputError naming the
 // file and the field when the reports are not the complete set of one run's shards (another seed, count,
 // implementation or configuration; a shard missing or given twice; a shard's report missing programs).
