@@ -255,7 +255,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
   report.count = args.count;
   report.max_size = args.max_size;
   report.mode = options.mode;
-  if (shard.total > 1) report.shard = ReportShard{shard.index, shard.total, 0};
+  if (shard.total > 1) report.shard = ReportShard{shard.index, shard.total, 0, ""};
 
   std::string prefix = fmt::format("lockstep run --engine {}{}", shell_quote(args.engine),
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));

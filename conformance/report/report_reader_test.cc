@@ -224,7 +224,7 @@ TEST(ReportReader, EveryKindOfCaseReadsBackToTheSameBytes) {
 
 TEST(ReportReader, AShardReportReadsBack) {
   RunReport r = sample_report(3);
-  r.shard = ReportShard{1, 4, 2};
+  r.shard = ReportShard{1, 4, 2, "lockstep run --seed 3"};
   const RunReport read = report_from_json(parse_json_text(report_json_text(r), 512), "r.json");
   ASSERT_TRUE(read.shard.has_value());
   EXPECT_EQ(read.shard->index, 1);
@@ -290,7 +290,7 @@ std::vector<std::pair<std::string, RunReport>> split(const RunReport& whole, int
     r.cases.clear();
     if (s == 0) r.cases.assign(whole.cases.begin(), whole.cases.begin() + named);
     for (int64_t k = s; k < whole.count; k += total) r.cases.push_back(whole.cases[static_cast<size_t>(named + k)]);
-    r.shard = ReportShard{s, total, s == 0 ? named : 0};
+    r.shard = ReportShard{s, total, s == 0 ? named : 0, "lockstep run --seed 3"};
     // Coverage: each shard counts its own cases; what one shard did not use, another may have.
     CoverageReport& c = *r.coverage;
     c.tested = s == 0 ? whole.coverage->tested : 1;

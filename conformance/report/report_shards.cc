@@ -93,7 +93,9 @@ RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> rep
     if (std::find(wanted.begin(), wanted.end(), i) == wanted.end())
       throw InputError(entry->first, "/shard/index", fmt::format("shard {} of {} is not part of this merge", i, total));
 
-  const auto& [first_file, first] = *by_index.begin()->second;  // the smallest index: the named cases when 0
+  // The smallest index: the named cases when 0. (No structured binding: lambdas below use these.)
+  const std::string& first_file = by_index.begin()->second->first;
+  const RunReport& first = by_index.begin()->second->second;
   auto same = [&](const std::string& file, bool equal, const std::string& pointer, const std::string& what) {
     if (!equal)
       throw InputError(file, pointer, fmt::format("{} differs from {}'s: not a shard of the same run", what, first_file));
