@@ -661,11 +661,7 @@ int command_mutants(const MutantsArgs& args) {
         write_file_atomically(own + "/rows.json", out.dump());
         return kExitOk;
       });
-      std::cerr << workers_stderr(ends);
-      if (const std::string why = failed_worker(ends); !why.empty()) {
-        if (why.find("signal") != std::string::npos) std::cerr << "lockstep mutants: " << why << "\n";
-        return kExitInputError;
-      }
+      if (report_workers(ends, "lockstep mutants")) return kExitInputError;
       // Back in catalogue order: mutant i came from worker i % jobs, in order.
       std::vector<std::vector<MutantRows>> by_worker;
       for (int64_t w = 0; w < jobs; ++w) {

@@ -348,15 +348,7 @@ int command_replay(const ReplayArgs& args) {
         write_file_atomically(own + "/results.json", out.dump());
         return kExitOk;
       });
-      std::cerr << workers_stderr(ends);
-      if (const std::string why = failed_worker(ends); !why.empty()) {
-        for (const WorkerEnd& e : ends)
-          if (e.signal) {
-            std::cerr << "lockstep replay: " << why << "\n";
-            break;
-          }
-        return kExitInputError;
-      }
+      if (report_workers(ends, "lockstep replay")) return kExitInputError;
       for (int64_t w = 0; w < jobs; ++w) {
         const nlohmann::ordered_json got =
             nlohmann::ordered_json::parse(read_text_file(dir.path() + "/" + std::to_string(w) + "/results.json"));

@@ -430,16 +430,7 @@ int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock:
       pin_oracle_threads();
       return run_slice(worker, {shard.index + w * shard.total, shard.total * jobs}, RunOutput{false, false}, t0);
     });
-    std::cerr << workers_stderr(ends);
-    if (const std::string why = failed_worker(ends); !why.empty()) {
-      // A worker that exited 2 said why on its stderr (above); a signal says nothing.
-      for (const WorkerEnd& e : ends)
-        if (e.signal) {
-          std::cerr << "lockstep run: " << why << "\n";
-          break;
-        }
-      return kExitInputError;
-    }
+    if (report_workers(ends, "lockstep run")) return kExitInputError;
     // The header is worker 0's (the handshake and the scope are the same in every worker).
     fmt::print("{}", ends.front().out);
     for (int w = 0; w < jobs; ++w) {

@@ -141,4 +141,16 @@ std::string failed_worker(const std::vector<WorkerEnd>& ends) {
   return "";
 }
 
+bool report_workers(const std::vector<WorkerEnd>& ends, const std::string& command) {
+  std::cerr << workers_stderr(ends);
+  const std::string why = failed_worker(ends);
+  if (why.empty()) return false;
+  for (const WorkerEnd& e : ends)
+    if (e.signal) {
+      std::cerr << command << ": " << why << "\n";
+      break;
+    }
+  return true;
+}
+
 }  // namespace lockstep::tools

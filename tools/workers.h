@@ -46,5 +46,8 @@ std::string workers_stderr(const std::vector<WorkerEnd>& ends);
 // "" when every worker exited 0 or 1; else which one failed and how ("worker 1 of 2 was killed by signal 9 ...",
 // "worker 0 of 2 exited with status 2").
 std::string failed_worker(const std::vector<WorkerEnd>& ends);
+// Writes workers_stderr() to stderr and, when a worker was killed by a signal (it said nothing), "COMMAND: worker
+// ... was killed by signal ..."; true when a worker failed (the command then exits 2; one that exited 2 said why).
+bool report_workers(const std::vector<WorkerEnd>& ends, const std::string& command);
 
 }  // namespace lockstep::tools
