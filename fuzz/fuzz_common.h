@@ -10,8 +10,6 @@
 // std::out_of_range from a vector::at, an nlohmann::json::type_error from a get<>() on unchecked input).
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,35 +47,5 @@ inline std::optional<nlohmann::ordered_json> parsed_json(const std::string& text
   std::fflush(stderr);
   std::abort();
 }
-
-// One file per process for readers that only take a path (read_case_file, load_profile): created once under
-// $TMPDIR (else /tmp), overwritten with each input, removed when the process exits normally.
-class TempFile {
- public:
-  explicit TempFile(const char* stem) {
-    const char* dir = std::getenv("TMPDIR");
-    std::string templ = std::string(dir && *dir ? dir : "/tmp") + "/" + stem + "-XXXXXX";
-    const int fd = mkstemp(templ.data());
-    if (fd < 0) fuzz_fail("cannot create a temporary file", templ);
-    ::close(fd);
-    path_ = templ;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  // Replaces the file's contents with `data`; returns the path.
-  const std::string& write(const uint8_t* data, size_t size) {
-    std::FILE* f = std::fopen(path_.c_str(), "wb");
-    if (!f) fuzz_fail("cannot open the temporary file", path_);
-    if (size > 0 && std::fwrite(data, 1, size, f) != size) fuzz_fail("cannot write the temporary file", path_);
-    if (std::fclose(f) != 0) fuzz_fail("cannot close the temporary file", path_);
-    return path_;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace lockstep::fuzz

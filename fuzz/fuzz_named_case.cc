@@ -1,13 +1,8 @@
-// Fuzz target: the named-case reader, read_case_file() (conformance/run/named_case.h): conformance/cases/*.json
-// and the files of `lockstep run --cases DIR`.
-//
-// read_case_file() takes only a path (there is no text- or document-based entry point), so each input is written
-// to one temporary file per process ($TMPDIR or /tmp, removed at exit) and read from there; the smallest refactor
-// that would remove the file is a `NamedCase case_from_json(const nlohmann::ordered_json& doc, const std::string&
-// file)` beside read_case_file(), as fixture.h has fixture_from_json().
+// Fuzz target: the named-case reader, case_from_text() (conformance/run/named_case.h), which read_case_file()
+// runs on the file's text: conformance/cases/*.json and the files of `lockstep run --cases DIR`.
 //
 // Contract under test, for any input bytes:
-//   - read_case_file() returns a NamedCase or throws InputError (unreadable, not JSON, not a valid case);
+//   - case_from_text() returns a NamedCase or throws InputError (unreadable, not JSON, not a valid case);
 //     nothing else escapes;
 //   - an accepted case's checks can be evaluated: check_case() on a trace with one record per action (the
 //     records the checks name hold the program's parameters: values, a defined grad equal to them, no state)
@@ -51,11 +46,9 @@ lockstep::Record record_of(const lockstep::Program& program, const std::string& 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
-  static fuzz::TempFile file("lockstep-fuzz-named-case");
-
   NamedCase c;
   try {
-    c = read_case_file(file.write(data, size));
+    c = case_from_text(fuzz::as_text(data, size), "<fuzz>");
   } catch (const InputError&) {
     return 0;
   }

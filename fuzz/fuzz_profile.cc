@@ -1,13 +1,10 @@
-// Fuzz target: the API-profile reader, load_profile() (conformance/run/api_profile.h): fixtures/profiles/*.json
-// and the files of `--profile FILE`. (Not in the original list of readers; added because it is one more strict
-// reader of user files.)
-//
-// load_profile() takes only a path, so each input is written to one temporary file per process ($TMPDIR or /tmp,
-// removed at exit). An "extends" names a shipped profile, which is read from the source tree
-// (LOCKSTEP_SOURCE_DIR/fixtures/profiles), as in a real run.
+// Fuzz target: the API-profile reader, profile_from_text() (conformance/run/api_profile.h), which load_profile()
+// runs on the file's text: fixtures/profiles/*.json and the files of `--profile FILE`. (Not in the original list
+// of readers; added because it is one more strict reader of user files.) An "extends" names a shipped profile,
+// which is read from the data directory (conformance/program/data_dir.h: the source tree here), as in a real run.
 //
 // Contract under test, for any input bytes:
-//   - load_profile() returns an ApiProfile or throws InputError; nothing else escapes;
+//   - profile_from_text() returns an ApiProfile or throws InputError; nothing else escapes;
 //   - apply_profile() of an accepted profile (avoid rules -> FeatureScope exclusions, field rules -> expectations)
 //     does not throw, nor do the scope and mask queries a run then makes;
 //   - no sanitizer finding.
@@ -29,11 +26,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
-  static fuzz::TempFile file("lockstep-fuzz-profile");
-
   ApiProfile profile;
   try {
-    profile = load_profile(file.write(data, size));
+    profile = profile_from_text(fuzz::as_text(data, size), "<fuzz>");
   } catch (const InputError&) {
     return 0;
   }

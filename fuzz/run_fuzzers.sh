@@ -29,7 +29,7 @@ for name in program fixture driver_answer expectations tolerance named_case prof
   log="$work/$name/fuzz.log"
   start=$(date +%s)
   set +e
-  (cd "$work/$name" && TMPDIR="$work/$name" "$target" -max_len=65536 -dict="$root/fuzz/lockstep.dict" \
+  (cd "$work/$name" && "$target" -max_len=65536 -dict="$root/fuzz/lockstep.dict" \
       -print_final_stats=1 "${flags[@]}" corpus "$work/seeds/$name" > "$log" 2>&1)
   code=$?
   set -e

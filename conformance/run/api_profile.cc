@@ -54,8 +54,9 @@ std::string profile_path(const std::string& name_or_path, bool allow_files) {
   return path;
 }
 
-ApiProfile load_profile(const std::string& path) {
-  const std::string text = read_text_file(path);
+ApiProfile load_profile(const std::string& path) { return profile_from_text(read_text_file(path), path); }
+
+ApiProfile profile_from_text(const std::string& text, const std::string& path) {
   ApiProfile p;
   p.file = path;
   try {

@@ -54,6 +54,8 @@ struct ApiProfile {
 std::string profile_path(const std::string& name_or_path, bool allow_files = true);
 // Strict reader; throws InputError naming the file and the JSON pointer.
 ApiProfile load_profile(const std::string& path);
+// The same for a profile's text; `file` names it in errors and in ApiProfile::file.
+ApiProfile profile_from_text(const std::string& text, const std::string& file);
 
 // Avoid rules become exclusions of `scope` (source "profile"), field rules entries of `expectations` (source
 // "profile NAME rule ID", so reports tell them from the user's own entries).

@@ -65,6 +65,24 @@ TEST(ApiProfile, ShippedPytorchPythonProfileLoads) {
   EXPECT_EQ(rule("py-sgd-state-without-momentum")->fields, std::vector<std::string>{"* → state.exists"});
 }
 
+// profile_from_text() is load_profile() without the file: the same rules, and errors naming the given name.
+TEST(ApiProfile, TextReadsLikeTheFileAndNamesTheGivenFile) {
+  const std::string path = profile_path("pytorch-python");
+  const ApiProfile from_file = load_profile(path);
+  const ApiProfile from_text = profile_from_text(read_text_file(path), "stdin");
+  EXPECT_EQ(from_text.file, "stdin");
+  EXPECT_EQ(from_text.name, from_file.name);
+  ASSERT_EQ(from_text.rules.size(), from_file.rules.size());
+  for (size_t i = 0; i < from_file.rules.size(); ++i) EXPECT_EQ(from_text.rules[i].id, from_file.rules[i].id);
+  try {
+    profile_from_text(R"({"profile": "p", "rules": []})", "stdin");
+    FAIL() << "an empty rule list was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "stdin");
+    EXPECT_EQ(e.pointer(), "/rules");
+  }
+}
+
 TEST(ApiProfile, ProfilePathNamesAndPaths) {
   try {
     profile_path("no-such-profile");

@@ -147,11 +147,13 @@ std::string record_label(int after) { return after < 0 ? "init" : fmt::format("a
 
 }  // namespace
 
-NamedCase read_case_file(const std::string& path) {
+NamedCase read_case_file(const std::string& path) { return case_from_text(read_text_file(path), path); }
+
+NamedCase case_from_text(const std::string& text, const std::string& path) {
   NamedCase c;
   c.file = path;
   try {
-    json doc = parse_json_text(read_text_file(path), 256);
+    json doc = parse_json_text(text, 256);
     JsonObjectReader r(doc, "", "a case");
     c.id = r.string("id");
     if (c.id.empty() || c.id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos)

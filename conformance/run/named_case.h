@@ -57,6 +57,8 @@ struct NamedCase {
 
 // Reads and validates one case file; throws InputError (program_json.h) naming the file and JSON pointer.
 NamedCase read_case_file(const std::string& path);
+// The same for a case's text; `file` names it in errors and in NamedCase::file.
+NamedCase case_from_text(const std::string& text, const std::string& file);
 
 // Every *.json in `dir`, sorted by id; duplicate ids are an error.
 std::vector<NamedCase> load_cases(const std::string& dir);

@@ -43,6 +43,24 @@ NamedCase read_case(const json& doc) {
   return c;
 }
 
+// case_from_text() is read_case_file() without the file: the same case, and errors naming the given name.
+TEST(NamedCaseText, ReadsTheSameCaseAsTheFileAndNamesTheGivenFile) {
+  const json doc = case_with_checks(json::parse(R"([{"after": 1, "pointer": "/params/x/grad/values", "equals": [2, 4, 6]}])"));
+  const NamedCase from_file = read_case(doc);
+  const NamedCase from_text = case_from_text(doc.dump(), "stdin");
+  EXPECT_EQ(from_text.file, "stdin");
+  EXPECT_EQ(from_text.id, from_file.id);
+  EXPECT_EQ(from_text.program_json, from_file.program_json);
+  EXPECT_EQ(from_text.checks.size(), from_file.checks.size());
+  try {
+    case_from_text(R"({"id": "Bad Id"})", "stdin");
+    FAIL() << "an invalid id was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "stdin");
+    EXPECT_EQ(e.pointer(), "/id");
+  }
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += x + "\n";
