@@ -3,7 +3,7 @@
 # time or a number of inputs each, and fails on the first finding (a crash, a sanitizer report, an exception of a
 # type the reader does not document: libFuzzer exits non-zero and leaves crash-* in WORK/<target>/).
 #
-#   bash fuzz/run_fuzzers.sh BUILD_DIR WORK_DIR -max_total_time=8     # CI: about a minute for all seven
+#   bash fuzz/run_fuzzers.sh BUILD_DIR WORK_DIR -max_total_time=8     # CI: about a minute for all eight
 #   bash fuzz/run_fuzzers.sh BUILD_DIR WORK_DIR -runs=10000000        # the closing note's 10 M inputs each
 #
 # Extra arguments go to every target (libFuzzer flags). WORK_DIR/<target>/corpus keeps what fuzzing found, so a
@@ -22,7 +22,7 @@ flags=("$@")
 
 bash "$root/fuzz/seed_corpus.sh" "$work/seeds" > /dev/null
 status=0
-for name in program fixture driver_answer expectations tolerance named_case profile; do
+for name in program fixture driver_answer expectations tolerance named_case profile report; do
   target="$build/fuzz/fuzz_$name"
   [[ -x "$target" ]] || { echo "run_fuzzers: $target is missing (configure with the sanitize preset)" >&2; exit 2; }
   mkdir -p "$work/$name/corpus"

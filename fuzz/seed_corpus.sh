@@ -9,6 +9,8 @@
 #   OUT/driver_answer  HELLO_LINE '\n' ANSWER_LINE: each fixture's expected trace as the answer to request "fuzz"
 #                      (fixtures/PROTOCOL.md section 3), after one of a few hello lines (section 2a); plus
 #                      "unsupported" and wrong-id answers
+#   OUT/report         conformance/report/testdata/*.json (reports of real runs), each also compact and as each of
+#                      its cases alone
 # Each reader also gets the bad files that are bad at the JSON level (invalid_json.json, duplicate_key.json).
 # Files are named by the SHA-1 of their contents, as libFuzzer names what it adds. Nothing is written outside OUT.
 #
@@ -80,7 +82,7 @@ for path in bad:
     put("program", raw(path))
     name = os.path.basename(path)
     if name in ("invalid_json.json", "duplicate_key.json"):
-        for target in ("fixture", "named_case", "expectations", "tolerance", "profile", "driver_answer"):
+        for target in ("fixture", "named_case", "expectations", "tolerance", "profile", "driver_answer", "report"):
             put(target, raw(path))
     program = doc(path)
     if program is None:
@@ -128,6 +130,16 @@ for hello in hellos:
     put("driver_answer", hello + "\n" + compact({"id": "fuzz", "unsupported": "amsgrad"}))
 put("driver_answer", hellos[2] + "\n" + compact({"id": "another", "unsupported": "amsgrad"}))
 put("driver_answer", compact({"id": "fuzz", "unsupported": "float64"}))
+
+# Run reports (what `lockstep merge` reads): as written, compact, and cut down to one case at a time.
+for path in files("conformance/report/testdata/*.json"):
+    put("report", raw(path))
+    d = doc(path)
+    if not isinstance(d, dict):
+        continue
+    put("report", compact(d))
+    for case in d.get("cases", []):
+        put("report", compact(dict(d, cases=[case])))
 
 for target in sorted(counts):
     print(f"{target}: {counts[target]} files in {os.path.join(out, target)}")

@@ -11,22 +11,9 @@
 #
 #   bash tools/check_jobs.sh build/lockstep build/lockstep-impl-driver WORK_DIR
 set -euo pipefail
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 LOCKSTEP IMPL_DRIVER WORK_DIR" >&2
-  exit 2
-fi
-lockstep="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-impl="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
-work="$3"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-rm -rf "$work"
-mkdir -p "$work"
+source "$here/check_common.sh" check_jobs "$@"
 unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX GTEST_SHARD_STATUS_FILE
-failures=0
-fail() {
-  echo "check_jobs: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 
 # An expectations file for the float32 driver: a mask (known cases) and a whole-case entry (an expected failure).
 cat > "$work/f32-expectations.json" <<'EOF'

@@ -7,20 +7,7 @@
 #
 #   bash tools/check_replay_only.sh build-notorch/lockstep build-notorch/lockstep-impl-driver WORK_DIR
 set -euo pipefail
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 LOCKSTEP IMPL_DRIVER WORK_DIR" >&2
-  exit 2
-fi
-lockstep="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-impl="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
-work="$3"
-rm -rf "$work"
-mkdir -p "$work"
-failures=0
-fail() {
-  echo "check_replay_only: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check_common.sh" check_replay_only "$@"
 # run EXPECTED_EXIT NAME COMMAND...: the output goes to WORK/NAME.out
 run() {
   local expected="$1" name="$2" code=0

@@ -78,12 +78,10 @@ class Progress {
   bool tty_;
 };
 
-// What one process of a run prints: everything (a run in one process), or, for a worker of --jobs, only the header
-// (the parent prints the case lines and the summary of the merged report).
-struct RunOutput {
-  bool case_lines = true;
-  bool summary = true;
-};
+// Which process runs a slice: the run itself (it prints everything and writes the reports), or a worker of --jobs,
+// which prints only the header and writes its JSON report for the parent to merge (the parent prints the case
+// lines and the summary of the merged report).
+enum class SliceRole { Whole, Worker };
 
 // The line(s) a case gets on stdout: a failure or a known named case; a failing random program with its shrunk
 // size and reproduce line. `named`: a named case (else a random program).
@@ -139,7 +137,7 @@ std::string not_an_engine_hint(const std::string& engine) {
          "engines: " + known + ")";
 }
 
-int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& output, Clock::time_point t0);
+int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock::time_point t0);
 int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock::time_point t0);
 
 }  // namespace
@@ -175,12 +173,13 @@ int command_run(const RunArgs& args) {
   if (single_case) jobs = 1;
   if (jobs > 1) return run_in_workers(args, shard, static_cast<int>(jobs), t0);
   pin_oracle_threads();
-  return run_slice(args, shard, RunOutput{}, t0);
+  return run_slice(args, shard, SliceRole::Whole, t0);
 }
 
 namespace {
 
-int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& output, Clock::time_point t0) {
+int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock::time_point t0) {
+  const bool worker = role == SliceRole::Worker;
   std::vector<NamedCase> cases;
   Expectations expectations;
   Tolerance tolerance;
@@ -313,7 +312,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
       r.areas = feature_areas(c.program);
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r.status);
-      if (output.case_lines) print_case_line(r, true);
+      if (!worker) print_case_line(r, true);
       report.cases.push_back(std::move(r));
     }
   }
@@ -331,7 +330,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
     RandomPrograms programs(args.seed, gen);
     const int64_t first = args.only_index >= 0 ? args.only_index : 0;
     const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
-    Progress progress(args.only_index >= 0 ? 1 : programs_in_shard(shard, args.count), output.case_lines);
+    Progress progress(args.only_index >= 0 ? 1 : programs_in_shard(shard, args.count), !worker);
     int64_t done = 0;
     for (int64_t i = first; i < end; ++i) {
       if (args.only_index < 0 && !in_shard(shard, i)) continue;
@@ -376,7 +375,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
         }
         r.shrink_steps = stats.steps;
         progress.clear();
-        if (output.case_lines) print_case_line(r, false);
+        if (!worker) print_case_line(r, false);
       } else if (r.status == CaseStatus::Known) {
         r.program = program;
       } else {
@@ -402,7 +401,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, const RunOutput& outp
     std::cerr << "see --features/--exclude-features, the driver's hello, its profile)\n";
     return kExitInputError;
   }
-  if (!output.summary) {  // a worker of --jobs: its JSON report is merged by the parent
+  if (worker) {  // its JSON report is merged by the parent
     try {
       std::filesystem::create_directories(args.report_dir);
       write_file_atomically(args.report_dir + "/lockstep-report.json", report_json_text(report));
@@ -428,7 +427,7 @@ int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock:
       RunArgs worker = args;
       worker.report_dir = own + "/report";
       pin_oracle_threads();
-      return run_slice(worker, {shard.index + w * shard.total, shard.total * jobs}, RunOutput{false, false}, t0);
+      return run_slice(worker, {shard.index + w * shard.total, shard.total * jobs}, SliceRole::Worker, t0);
     });
     if (report_workers(ends, "lockstep run")) return kExitInputError;
     // The header is worker 0's (the handshake and the scope are the same in every worker).

@@ -10,8 +10,7 @@ namespace lockstep::tools {
 // A string quoted for a POSIX shell: 'it'\''s'.
 std::string shell_quote(const std::string& s);
 
-// Writes DIR/STEM.md, .json and .xml atomically (nothing when dir is empty) and prints where they went (unless
-// `announce` is false).
-void write_reports(const std::string& dir, const RunReport& report, const std::string& stem, bool announce = true);
+// Writes DIR/STEM.md, .json and .xml atomically (nothing when dir is empty) and prints where they went.
+void write_reports(const std::string& dir, const RunReport& report, const std::string& stem);
 
 }  // namespace lockstep::tools

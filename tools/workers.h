@@ -1,6 +1,8 @@
-// Worker processes for --jobs (`lockstep run`, `lockstep mutants`): the work is split over forked processes, each
+// Worker processes for --jobs (`lockstep run`, `replay`, `mutants`): the work is split over forked processes, each
 // with its own engines, LibTorch and driver, writing what it found into its own directory; the parent gathers it.
-// Forked before anything starts a thread or a driver, so each worker starts from the parent's plain state.
+// Fork before the parent starts a thread or holds a driver: `run` and `mutants` fork before they make any engine;
+// `replay` first stops the driver it started for the hello, and with --engine oracle it has made (not run) a
+// LibTorch engine by then.
 //
 // Example:
 //   WorkerDir dir("lockstep-jobs");                                   // a temporary directory, removed at scope exit

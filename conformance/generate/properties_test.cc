@@ -135,11 +135,7 @@ Program full_batch(const MicroBatchCase& c) {
   if (c.bias) p.params.push_back(c.b);
   p.optimizer = c.optimizer;
   p.loss = batch_loss(c, 0, int64_t{c.k} * c.m);
-  Action f, b, s;
-  f.kind = ActionKind::Forward;
-  b.kind = ActionKind::Backward;
-  s.kind = ActionKind::Step;
-  p.actions = {f, b, s};
+  p.actions = {Action::forward(), Action::backward(), Action::step()};
   return p;
 }
 

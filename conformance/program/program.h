@@ -175,6 +175,16 @@ struct Action {
   OptimizerOptions options;
   // AddParamGroup
   ParamGroupSpec new_group;
+
+  // Plain actions of one kind, all else default (tests, generators): p.actions = {Action::forward(), ...}.
+  static Action of(ActionKind kind) {
+    Action a;
+    a.kind = kind;
+    return a;
+  }
+  static Action forward() { return of(ActionKind::Forward); }
+  static Action backward() { return of(ActionKind::Backward); }
+  static Action step() { return of(ActionKind::Step); }
 };
 
 struct ParamSpec {

@@ -289,14 +289,17 @@ RunReport report_from_json(const json& doc, const std::string& file) {
 }
 
 RunReport read_report_file(const std::string& path) {
-  const std::string text = read_text_file(path, kMaxReportFileBytes, "run reports");
+  return report_from_text(read_text_file(path, kMaxReportFileBytes, "run reports"), path);
+}
+
+RunReport report_from_text(const std::string& text, const std::string& file) {
   json doc;
   try {
     doc = parse_json_text(text, kReportDepth, kMaxReportValues);
   } catch (const JsonError& e) {
-    throw InputError(path, e.pointer(), e.message());
+    throw InputError(file, e.pointer(), e.message());
   }
-  return report_from_json(doc, path);
+  return report_from_json(doc, file);
 }
 
 }  // namespace lockstep

@@ -35,5 +35,7 @@ GrowthRow growth_row_from_json(const nlohmann::ordered_json& j, const std::strin
 
 // Reads and parses the file (read_text_file()'s size bound, the JSON readers' value bounds); throws InputError.
 RunReport read_report_file(const std::string& path);
+// The same for a report's text; `file` names it in errors.
+RunReport report_from_text(const std::string& text, const std::string& file);
 
 }  // namespace lockstep

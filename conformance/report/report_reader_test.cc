@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -33,11 +34,7 @@ Program small_program(double first_value) {
   o.kind = OptimizerKind::SGD;
   o.defaults.lr = 0.1;
   p.optimizer = o;
-  Action f, b, s;
-  f.kind = ActionKind::Forward;
-  b.kind = ActionKind::Backward;
-  s.kind = ActionKind::Step;
-  p.actions = {f, b, s};
+  p.actions = {Action::forward(), Action::backward(), Action::step()};
   return p;
 }
 
@@ -241,6 +238,29 @@ std::string error_of(const json& doc) {
     return e.what();
   }
   return "";
+}
+
+// Reports written by a real `lockstep run` / `replay` (testdata/make_reports.sh: in-process, a failing driver,
+// a shard, a free-running variant, a replay): each reads back to its own bytes, and merged alone (into its own
+// shard, or as a whole run) gives them again. A change to the writers that the reader does not follow fails here;
+// after a deliberate format change, run make_reports.sh again.
+TEST(ReportReader, SampleReportsOfRealRunsReadBackToTheirBytes) {
+  const std::string dir = std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/report/testdata";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    const std::string path = entry.path().string();
+    const std::string text = read_text_file(path);
+    RunReport r = read_report_file(path);
+    EXPECT_EQ(report_json_text(r), text) << path;
+    std::optional<ShardSpec> into;
+    if (r.shard) into = ShardSpec{r.shard->index, r.shard->total};
+    std::vector<std::pair<std::string, RunReport>> one;
+    one.emplace_back(path, std::move(r));
+    EXPECT_EQ(report_json_text(merge_shard_reports(std::move(one), into)), text) << path;
+  }
+  EXPECT_EQ(seen, 5) << "the five samples of make_reports.sh";
 }
 
 TEST(ReportReader, BadReportsNameTheFileAndTheField) {

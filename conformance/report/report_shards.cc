@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -131,11 +133,15 @@ RunReport merge_shard_reports(std::vector<std::pair<std::string, RunReport>> rep
       same(file, c.rules[k].id == f.rules[k].id && c.rules[k].kind == f.rules[k].kind, "/coverage/rules", "the rules");
   }
 
-  // Everything but the cases from the first report; the cases are moved, not copied (a run of 10^5 programs).
-  std::vector<CaseReport> first_cases = std::move(by_index.begin()->second->second.cases);
-  RunReport out = first;
-  out.cases.clear();
-  by_index.begin()->second->second.cases = std::move(first_cases);
+  // Everything but the cases from the first report: its cases are set aside while it is copied (a run of 10^5
+  // programs), then gathered below from every shard.
+  RunReport out;
+  {
+    RunReport& head = by_index.begin()->second->second;
+    std::vector<CaseReport> set_aside = std::exchange(head.cases, {});
+    out = head;
+    head.cases = std::move(set_aside);
+  }
   out.shard.reset();
   if (into)
     out.shard = ReportShard{into->index, into->total, first.shard->index == 0 ? first.shard->named_cases : 0,

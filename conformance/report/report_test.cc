@@ -23,11 +23,7 @@ Program small_program() {
   o.kind = OptimizerKind::Adam;
   o.defaults.lr = 0.01;
   p.optimizer = o;
-  Action f, b, s;
-  f.kind = ActionKind::Forward;
-  b.kind = ActionKind::Backward;
-  s.kind = ActionKind::Step;
-  p.actions = {f, b, s};
+  p.actions = {Action::forward(), Action::backward(), Action::step()};
   return p;
 }
 
