@@ -259,11 +259,15 @@ TEST(TorchEngine, DescriptionsMatchTheOracle) {
     engine->step();
     const OptimizerStateObservation s = find_param(engine->observe(), "x").state;
     EXPECT_EQ(s.step.has_value(), d.counts_steps) << d.name;
-    if (d.counts_steps) EXPECT_EQ(*s.step, 1) << d.name;
+    if (d.counts_steps) {
+      EXPECT_EQ(*s.step, 1) << d.name;
+    }
     for (const StateTensorDescription& t : all_state_tensors()) {
       bool own = false;
       for (const StateTensorDescription& mine : d.state) own = own || std::string(mine.name) == t.name;
-      if (!own) EXPECT_FALSE((s.*t.field).has_value()) << d.name << " has " << t.name;
+      if (!own) {
+        EXPECT_FALSE((s.*t.field).has_value()) << d.name << " has " << t.name;
+      }
     }
   }
 }

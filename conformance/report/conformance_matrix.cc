@@ -349,7 +349,9 @@ ConformanceMatrix read_conformance_reports(const std::vector<std::string>& paths
       auto it = std::find_if(m.implementations.begin(), m.implementations.end(),
                              [&](const MatrixImplementation& i) { return i.name == name; });
       if (it == m.implementations.end()) {
-        m.implementations.push_back(MatrixImplementation{name, {}, {}, {}, {}, {}});
+        MatrixImplementation named;
+        named.name = name;
+        m.implementations.push_back(std::move(named));
         it = m.implementations.end() - 1;
       }
       it->reports.push_back(path);

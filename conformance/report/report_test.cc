@@ -100,7 +100,11 @@ TEST(Report, CaseStatusFromExpectations) {
   EXPECT_NE(r.cases[2].known_reason.find("the tutorial is wrong (SEM-10)"), std::string::npos);
   // A whole-case expectation: a failure is known, a pass is an unexpected pass (a failure).
   Expectations whole;
-  whole.entries.push_back({"random-*", {}, "fails on purpose", "implementation_bug"});
+  Expectation fails_on_purpose;
+  fails_on_purpose.id = "random-*";
+  fails_on_purpose.reason = "fails on purpose";
+  fails_on_purpose.category = "implementation_bug";
+  whole.entries.push_back(fails_on_purpose);
   EXPECT_EQ(make_case_report("random-1", r.cases[1].result, std::nullopt, "", &whole).status, CaseStatus::Known);
   CaseReport unexpected = make_case_report("random-0", LockstepResult{}, std::nullopt, "", &whole);
   EXPECT_EQ(unexpected.status, CaseStatus::Failed);

@@ -21,6 +21,16 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
+// An expectations entry as a file's shortest entry gives it: case ids, fields (none: the whole case), reason, category.
+Expectation entry(std::string id, std::vector<std::string> fields, std::string reason, std::string category) {
+  Expectation e;
+  e.id = std::move(id);
+  e.fields = std::move(fields);
+  e.reason = std::move(reason);
+  e.category = std::move(category);
+  return e;
+}
+
 Action act(ActionKind k) {
   Action a;
   a.kind = k;
@@ -320,7 +330,7 @@ TEST(ReplayExpectations, FailureBecomesExpectedAndPassBecomesUnexpected) {
   Trace bad = f.expected;
   bad.records[2].state.params[0].value.data[1] += 0.5;
   ReplayConfig config;
-  config.expectations.entries = {{"case-*", {}, "known", "implementation_bug"}};
+  config.expectations.entries = {entry("case-*", {}, "known", "implementation_bug")};
   ReplayCaseResult r = compare_fixture_trace(f, bad, Tolerance{});
   apply_expectations(r, config);
   EXPECT_EQ(r.status, ReplayStatus::ExpectedFailure);
@@ -333,7 +343,7 @@ TEST(ReplayExpectations, FailureBecomesExpectedAndPassBecomesUnexpected) {
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.unexpected_passes, 1);
   ReplayConfig stale;
-  stale.expectations.entries = {{"nothing-*", {}, "r", "precision"}};
+  stale.expectations.entries = {entry("nothing-*", {}, "r", "precision")};
   EXPECT_EQ(summarise({pass}, stale).stale_expectations.size(), 1u);
 }
 
@@ -341,7 +351,7 @@ TEST(ReplayExpectations, FailureBecomesExpectedAndPassBecomesUnexpected) {
 TEST(ReplayExpectations, MaskedDifferencesDoNotEndTheComparison) {
   Fixture f = fixture_of(sgd_program(), "case-a");
   Expectations e;
-  e.entries = {{"case-*", {"w → grad.requires_grad", "group * → momentum"}, "a known API difference", "api_difference"}};
+  e.entries = {entry("case-*", {"w → grad.requires_grad", "group * → momentum"}, "a known API difference", "api_difference")};
   const FieldMask mask = e.mask_for(f.id);
   // Only the masked field differs (from the first backward on): known (masked), not failed.
   Trace masked_only = f.expected;
