@@ -22,8 +22,12 @@ void Optimizer::add_param_group(const ParamGroup& group) {
     if (has_state(p))  // SEM-7.4 [1.13]: only a parameter that already has state counts as a duplicate
       throw Error(optimizer_error::kDuplicateParameter, "some parameters appear in more than one parameter group");
   }
-  if (group.options && typeid(*group.options) != typeid(*defaults_))
-    throw Error("other", "a param group's options are not this optimizer's option type");
+  if (group.options) {
+    const OptionsBase& given = *group.options;
+    const OptionsBase& defaults = *defaults_;
+    if (typeid(given) != typeid(defaults))
+      throw Error("other", "a param group's options are not this optimizer's option type");
+  }
   ParamGroup added(group.params, group.options ? group.options->clone() : defaults_->clone());  // SEM-7.1
   groups_.push_back(std::move(added));
 }

@@ -147,6 +147,17 @@ TEST(Groups, Sem7_3_LeafCheckComesBeforeOptionValidation) {  // black-box orderi
   EXPECT_EQ(error_of([&] { AdamW adamw({non_leaf}, AdamWOptions(-0.1)); }).kind, "non_leaf_parameter");
 }
 
+TEST(Groups, WrongOptionTypeRejected) {  // a group's options must be the optimizer's own type
+  Tensor a = make_param({1}), b = make_param({2});
+  SGD sgd({a}, SGDOptions(0.1));
+  Error e = error_of([&] { sgd.add_param_group(ParamGroup({b}, AdamOptions(0.1))); });
+  EXPECT_EQ(e.kind, "other");
+  EXPECT_STREQ(e.what(), "a param group's options are not this optimizer's option type");
+  EXPECT_EQ(sgd.param_groups().size(), 1u);
+  sgd.add_param_group(ParamGroup({b}, SGDOptions(0.2)));
+  EXPECT_EQ(sgd.param_groups().size(), 2u);
+}
+
 TEST(Groups, Sem7_4_ParamWithStateRejectedByAddParamGroup) {
   Tensor a = make_param({1}), b = make_param({2});
   Adam adam({a});
@@ -186,12 +197,6 @@ TEST(Groups, Sem7_4_SgdWithoutMomentumNeverHasStateSoNeverDuplicate) {
   EXPECT_FALSE(sgd.has_state(a));
   sgd.add_param_group(ParamGroup({a}));
   EXPECT_EQ(sgd.param_groups().size(), 2u);
-}
-
-TEST(Groups, WrongOptionTypeRejected) {
-  Tensor a = make_param({1});
-  SGD sgd(std::vector<Tensor>{}, SGDOptions(0.1));
-  EXPECT_EQ(error_of([&] { sgd.add_param_group(ParamGroup({a}, AdamOptions())); }).kind, "other");
 }
 
 TEST(Groups, Sem7_5_OptionsWritableBetweenSteps) {
