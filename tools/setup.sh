@@ -98,13 +98,13 @@ case "$mode" in
     cmake --build --preset no-torch
     ctest --preset no-torch
     # The sanitize build (issue 14): Clang with ASan+UBSan (leaks included) runs the unit tests and the replays,
-    # a short random run, and every reader's fuzz target for a few seconds from the shipped files.
+    # a short random run, and every reader's fuzz target: its seeds (the shipped files), then a few seconds of fuzzing.
     cmake --preset sanitize
     cmake --build --preset sanitize
     ctest --preset sanitize
     ./build-sanitize/lockstep run --engine impl --count 1000 --seed 20261121 --max-size 40 \
       --report-dir build-sanitize/reports
-    bash fuzz/run_fuzzers.sh build-sanitize build-sanitize/fuzz-work -max_total_time=8
+    bash fuzz/run_fuzzers.sh build-sanitize build-sanitize/fuzz-work --fuzz-seconds=8
     ;;
   build) ;;
 esac
