@@ -1,6 +1,8 @@
 // The clean-room implementation as a conformance Engine (see engine_adapter.h).
 #include "impl/engine_adapter.h"
 
+#include "conformance/program/pytorch_version.h"
+
 #include <map>
 #include <optional>
 #include <typeinfo>
@@ -211,8 +213,25 @@ struct ImplEngine::StateView {
   std::vector<std::pair<const char*, const impl::Tensor*>> tensors;
 };
 
-ImplEngine::ImplEngine(bool zero_grad_default_none, std::string name)
-    : name_(std::move(name)), zero_grad_default_none_(zero_grad_default_none) {}
+ImplVersion oracle_build_version() {
+#ifdef LOCKSTEP_ORACLE_VERSION
+  static const ImplVersion built = impl_version_of(LOCKSTEP_ORACLE_VERSION);
+  return built;
+#else
+  return ImplVersion{};
+#endif
+}
+
+ImplVersion impl_version_of(const std::string& pytorch_version) {
+  if (const auto v = parse_pytorch_version(pytorch_version)) return ImplVersion{v->first, v->second};
+  return oracle_build_version();
+}
+
+ImplEngine::ImplEngine(ImplVersion follows, std::string name)
+    : ImplEngine(follows.major >= 2, std::move(name), follows) {}  // SEM-12.1: from 2.0, set to none
+
+ImplEngine::ImplEngine(bool zero_grad_default_none, std::string name, ImplVersion follows)
+    : name_(std::move(name)), zero_grad_default_none_(zero_grad_default_none), follows_(follows) {}
 
 // create_graph makes a parameter own its grad, whose graph owns the parameter again (SEM-3.3; PyTorch's
 // documentation of backward() warns of the same cycle and advises resetting .grad): the engine breaks it when it
@@ -445,7 +464,7 @@ impl::Tensor ImplEngine::apply_op(const Expr& e, const std::vector<impl::Tensor>
     case Op::CrossEntropy: return ops::cross_entropy(arg(0), e.indices);
     case Op::Linear:
       return e.args.size() > 2 && e.args[2] ? ops::linear(arg(0), arg(1), arg(2)) : ops::linear(arg(0), arg(1));
-    case Op::Embedding: return ops::embedding(arg(0), e.indices);
+    case Op::Embedding: return ops::embedding(arg(0), e.indices, follows_.major < 2);  // SEM-2.8
   }
   throw EngineError(error_kind::kOther, "unknown op");
 }
@@ -514,8 +533,14 @@ void ImplEngine::synchronise_state(const impl::Tensor& p, const OptimizerStateOb
   }
 }
 
+std::unique_ptr<Engine> make_impl_engine() { return std::make_unique<ImplEngine>(); }
+
 std::unique_ptr<Engine> make_impl_engine(bool zero_grad_default_none) {
-  return std::make_unique<ImplEngine>(zero_grad_default_none);
+  return std::make_unique<ImplEngine>(zero_grad_default_none, "impl");
+}
+
+std::unique_ptr<Engine> make_impl_engine_following(ImplVersion follows) {
+  return std::make_unique<ImplEngine>(follows);
 }
 
 }  // namespace lockstep

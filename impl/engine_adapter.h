@@ -34,11 +34,25 @@
 
 namespace lockstep {
 
+// The PyTorch version whose behaviour impl follows where versions differ (SEM-12): zero_grad()'s default (SEM-12.1)
+// and what embedding saves (SEM-2.8, SEM-12.5). By default the LibTorch this lockstep was built with, the oracle
+// impl is compared with (LOCKSTEP_ORACLE_VERSION); 1.13 in a replay-only build, the version the corpus was recorded
+// with.
+struct ImplVersion {
+  int major = 1;
+  int minor = 13;
+};
+ImplVersion oracle_build_version();
+// "2.6", "2.1.0+cu118", "libtorch-1.13.0" -> that version; oracle_build_version() when none is found.
+ImplVersion impl_version_of(const std::string& pytorch_version);
+
 class ImplEngine : public Engine {
  public:
-  // `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1): false zeroes in place as
-  // PyTorch 1.x does (impl's default), true sets grads to none as PyTorch >= 2.0 does.
-  explicit ImplEngine(bool zero_grad_default_none = false, std::string name = "impl");
+  // impl following `follows`: its zero_grad() default and its semantics (above).
+  explicit ImplEngine(ImplVersion follows = oracle_build_version(), std::string name = "impl");
+  // `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1), whatever `follows` says: false
+  // zeroes in place as PyTorch 1.x does, true sets grads to none as PyTorch >= 2.0 does.
+  ImplEngine(bool zero_grad_default_none, std::string name, ImplVersion follows = oracle_build_version());
   ~ImplEngine() override;
 
   std::string name() const override { return name_; }
@@ -91,9 +105,14 @@ class ImplEngine : public Engine {
   OptimizerKind kind_ = OptimizerKind::SGD;
   impl::Tensor output_;  // the held forward output; undefined before the first forward
   bool zero_grad_default_none_ = false;  // SEM-12.1
+  ImplVersion follows_;
 };
 
-// impl as an engine (the mutants: tools/mutants/mutants.h, make_mutant_engine).
-std::unique_ptr<Engine> make_impl_engine(bool zero_grad_default_none = false);
+// impl as an engine (the mutants: tools/mutants/mutants.h, make_mutant_engine), following oracle_build_version().
+std::unique_ptr<Engine> make_impl_engine();
+// impl following that version's semantics, with zero_grad()'s default said explicitly.
+std::unique_ptr<Engine> make_impl_engine(bool zero_grad_default_none);
+// impl following `follows` in everything (a replay of fixtures recorded by another version, a test that states it).
+std::unique_ptr<Engine> make_impl_engine_following(ImplVersion follows);
 
 }  // namespace lockstep

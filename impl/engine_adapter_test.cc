@@ -42,6 +42,50 @@ OptimizerSpec sgd(double lr, std::optional<double> momentum = std::nullopt) {
   return spec;
 }
 
+// SEM-2.8, SEM-12.5: impl follows the version it is told. A retained graph through embedding(w), an Adam step of w,
+// then a second backward: LibTorch 1.13 saved w and refuses (inplace_modified), 2.x saved only the indices and runs
+// (black-box, LibTorch 1.13.0 and 2.6.0: oracle/torch_engine_test.cc Sem12_5_EmbeddingSavesItsWeightOn1xOnly).
+std::string embedding_backward_after_step(ImplVersion follows) {
+  auto engine = make_impl_engine_following(follows);
+  engine->add_parameter({"w", DType::Float32, {3, 2}, {1, 2, 3, 4, 5, 6}});
+  OptimizerSpec adam;
+  adam.kind = OptimizerKind::Adam;
+  adam.defaults.lr = 0.1;
+  adam.groups = {ParamGroupSpec{{"w"}, std::nullopt}};
+  engine->make_optimizer(adam);
+  engine->forward(*sum(embedding(param("w"), {2, 0, 2})), false);
+  BackwardArgs retain;
+  retain.retain_graph = true;
+  engine->backward(retain);
+  engine->step();
+  return error_kind_of([&] { engine->backward({}); });
+}
+
+TEST(ImplEngine, SEM_12_5_EmbeddingSavesItsWeightOn1xOnly) {
+  EXPECT_EQ(embedding_backward_after_step({1, 13}), error_kind::kInplaceModified);
+  EXPECT_EQ(embedding_backward_after_step({2, 0}), "");
+  EXPECT_EQ(embedding_backward_after_step({2, 6}), "");
+}
+
+TEST(ImplEngine, SEM_12_1_ZeroGradDefaultFollowsTheVersion) {
+  EXPECT_FALSE(make_impl_engine_following({1, 13})->zero_grad_sets_to_none_by_default());
+  EXPECT_TRUE(make_impl_engine_following({2, 6})->zero_grad_sets_to_none_by_default());
+  // Said explicitly, the default wins over the version (a driver's --zero-grad-default).
+  EXPECT_TRUE(make_impl_engine(true)->zero_grad_sets_to_none_by_default());
+  EXPECT_FALSE(make_impl_engine(false)->zero_grad_sets_to_none_by_default());
+  // By default impl follows the LibTorch it was built with (1.13 without one).
+  EXPECT_EQ(make_impl_engine()->zero_grad_sets_to_none_by_default(), oracle_build_version().major >= 2);
+}
+
+TEST(ImplEngine, VersionsAreReadFromEngineNamesAndHellos) {
+  EXPECT_EQ(impl_version_of("libtorch-2.6.0").major, 2);
+  EXPECT_EQ(impl_version_of("libtorch-2.6.0").minor, 6);
+  EXPECT_EQ(impl_version_of("1.13.1").major, 1);
+  EXPECT_EQ(impl_version_of("1.13.1").minor, 13);
+  EXPECT_EQ(impl_version_of("2.11.0+cu128").minor, 11);
+  EXPECT_EQ(impl_version_of("no version").major, oracle_build_version().major);  // unreadable: the build's
+}
+
 TEST(ImplEngine, NameAndInitialState) {
   auto engine = engine_with_x();
   EXPECT_EQ(engine->name(), "impl");

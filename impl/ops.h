@@ -82,7 +82,8 @@ Tensor place_per_row(const Tensor& v, const std::vector<int64_t>& columns, int64
 Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets);  // -mean(pick) -> 0-d
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets);  // nll(log_softmax)
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());  // x W^T + b  (saves x, W)
-Tensor embedding(const Tensor& w, const std::vector<int64_t>& indices);     // (num,dim) -> (L,dim) (saves)
+// (num,dim) -> (L,dim); saves the indices, and W when `saves_weight` (SEM-2.8: LibTorch 1.13 does, 2.x does not)
+Tensor embedding(const Tensor& w, const std::vector<int64_t>& indices, bool saves_weight = true);
 Tensor index_rows(const Tensor& w, const std::vector<int64_t>& rows);       // w[rows], recorded, no save
 Tensor index_add_rows(const Tensor& g, const std::vector<int64_t>& rows, int64_t num_rows);
                                                               // (L,dim) -> (num_rows,dim) scatter-add

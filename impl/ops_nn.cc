@@ -232,12 +232,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                 });
 }
 
-Tensor embedding(const Tensor& w, const std::vector<int64_t>& indices) {
+Tensor embedding(const Tensor& w, const std::vector<int64_t>& indices, bool saves_weight) {
   Tensor out = gather_rows("embedding", w, indices);
   const int64_t num = w.shape()[0];
-  // Saves its indices (SEM-2.5, held by the backward below) and its weight (black-box: a retained graph
-  // through embedding(p) fails after an Adam step of p, so the weight's version is checked).
-  return record(out, "EmbeddingBackward", {w}, {w}, true, [indices, num](const Node&, const Tensor& g) {
+  // Saves its indices (SEM-2.5, held by the backward below) and, as 1.13 does, its weight (black-box: a retained
+  // graph through embedding(p) fails after an Adam step of p on 1.13, so the weight's version is checked; on 2.x it
+  // does not fail: SEM-2.8, SEM-12.5).
+  const std::vector<Tensor> saved = saves_weight ? std::vector<Tensor>{w} : std::vector<Tensor>{};
+  return record(out, "EmbeddingBackward", {w}, saved, true, [indices, num](const Node&, const Tensor& g) {
     return std::vector<Tensor>{index_add_rows(g, indices, num)};  // repeated indices accumulate
   });
 }

@@ -10,6 +10,7 @@
 
 #include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program.h"
+#include "conformance/program/pytorch_version.h"
 #include "conformance/program/trace.h"
 #include "oracle/torch_bench.h"
 
@@ -73,9 +74,29 @@ std::vector<double> grad_of(Engine& engine, const std::string& name = "x") {
   return p.grad.value.data;
 }
 
+// The name is the version of the LibTorch linked, as CMake's find_package(Torch) found it (LOCKSTEP_ORACLE_VERSION):
+// "libtorch-1.13.0" on Debian 12, "libtorch-2.6.0" on Debian 13.
 TEST(TorchEngine, NameIsLibtorchVersion) {
   EXPECT_EQ(make_torch_engine()->name(), torch_version_string());
-  EXPECT_EQ(torch_version_string().rfind("libtorch-1.13.", 0), 0u) << torch_version_string();
+  EXPECT_EQ(torch_version_string(), std::string("libtorch-") + LOCKSTEP_ORACLE_VERSION);
+}
+
+// SEM-2.8, SEM-12.5 (black-box): 1.13's embedding saves its weight, 2.x's only the indices. A retained graph through
+// embedding(w), an Adam step of w (which bumps w's version, SEM-2.9), a second backward: 1.13 refuses it as
+// inplace_modified, 2.x runs it. impl follows the same switch (impl/engine_adapter_test.cc).
+TEST(TorchEngine, Sem12_5_EmbeddingSavesItsWeightOn1xOnly) {
+  auto engine = engine_with({{"w", DType::Float32, {3, 2}, {1, 2, 3, 4, 5, 6}}});
+  OptimizerOptions o;
+  o.lr = 0.1;
+  engine->make_optimizer({OptimizerKind::Adam, o, {{{"w"}, std::nullopt}}});
+  engine->forward(*sum(embedding(param("w"), {2, 0, 2})), false);
+  BackwardArgs retain;
+  retain.retain_graph = true;
+  engine->backward(retain);
+  engine->step();
+  const std::string kind = kind_of([&] { engine->backward({}); });
+  const bool v1 = parse_pytorch_version(torch_version_string())->first < 2;
+  EXPECT_EQ(kind, v1 ? error_kind::kInplaceModified : "") << torch_version_string();
 }
 
 TEST(TorchEngine, Sem2_1_NewParameterIsLeafWithUndefinedGrad) {

@@ -7,16 +7,17 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/program/file_system.h"
+
 namespace {
 
-namespace fs = std::filesystem;
+namespace files = lockstep::files;
 
 struct Result {
   int exit_code = -1;
@@ -38,17 +39,17 @@ Result run(const std::string& args) {
 
 std::string source(const std::string& rel) { return std::string(LOCKSTEP_SOURCE_DIR) + "/" + rel; }
 
-std::string read_file(const fs::path& p) {
+std::string read_file(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("lockstep-cli-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
+std::string temp_dir(const std::string& name) {
+  std::string d = files::temp_directory() + "/" + ("lockstep-cli-test-" + name + "-" + std::to_string(::getpid()));
+  files::remove_all(d);
+  files::create_directories(d);
   return d;
 }
 
@@ -100,26 +101,26 @@ TEST(Cli, MissingProgramFileExitsTwo) {
 
 TEST(Cli, TracePrintsJsonWithARecordPerAction) {
   std::string path = source("conformance/cases/tut003-repeated-backward-accumulates.json");
-  fs::path dir = temp_dir("trace");
+  std::string dir = temp_dir("trace");
   nlohmann::json c = nlohmann::json::parse(read_file(path));
-  std::ofstream(dir / "p.json") << c["program"].dump();
+  std::ofstream(dir + "/p.json") << c["program"].dump();
   for (const char* engine : {"oracle", "impl"}) {
-    Result r = run("trace " + (dir / "p.json").string() + " --engine " + engine + " 2>/dev/null");
+    Result r = run("trace " + (dir + "/p.json") + " --engine " + engine + " 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     nlohmann::json t = nlohmann::json::parse(r.out.substr(r.out.find('{')));
     ASSERT_EQ(t["records"].size(), c["program"]["actions"].size());
     EXPECT_EQ(t["records"][9]["params"]["x"]["grad"]["values"], nlohmann::json::parse("[10, 20, 30]")) << engine;
   }
-  Result table = run("trace " + (dir / "p.json").string() + " --table 2>/dev/null");
+  Result table = run("trace " + (dir + "/p.json") + " --table 2>/dev/null");
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_NE(table.out.find("#9 backward"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("grad [10, 20, 30]"), std::string::npos) << table.out;
 }
 
 TEST(Cli, RunNamedCasesOnBothEngines) {
-  fs::path dir = temp_dir("named");
+  std::string dir = temp_dir("named");
   for (const char* engine : {"oracle", "impl"}) {
-    Result r = run(std::string("run --engine ") + engine + " --count 0 --report-dir " + dir.string());
+    Result r = run(std::string("run --engine ") + engine + " --count 0 --report-dir " + dir);
     EXPECT_EQ(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find("named cases"), std::string::npos) << r.out;
   }
@@ -131,26 +132,24 @@ TEST(Cli, UnknownNamedCaseExitsTwo) {
 
 // The same seed gives byte-identical reports; the JUnit report is written; no temporary files are left.
 TEST(Cli, SameSeedSameReportBytes) {
-  fs::path a = temp_dir("seed-a"), b = temp_dir("seed-b");
-  Result ra = run("run --engine impl --count 200 --seed 99 --report-dir " + a.string());
-  Result rb = run("run --engine impl --count 200 --seed 99 --report-dir " + b.string());
+  std::string a = temp_dir("seed-a"), b = temp_dir("seed-b");
+  Result ra = run("run --engine impl --count 200 --seed 99 --report-dir " + a);
+  Result rb = run("run --engine impl --count 200 --seed 99 --report-dir " + b);
   ASSERT_EQ(ra.exit_code, rb.exit_code) << ra.out << rb.out;
   for (const char* f : {"lockstep-report.md", "lockstep-report.json", "lockstep-report.xml"}) {
-    ASSERT_TRUE(fs::exists(a / f)) << f;
-    EXPECT_EQ(read_file(a / f), read_file(b / f)) << f;
+    ASSERT_TRUE(files::exists(a + "/" + f)) << f;
+    EXPECT_EQ(read_file(a + "/" + f), read_file(b + "/" + f)) << f;
   }
-  size_t files = 0;
-  for (const auto& e : fs::directory_iterator(a)) files += e.is_regular_file() ? 1 : 0;
-  EXPECT_EQ(files, 3u) << "temporary files left behind";
+  EXPECT_EQ(files::list_names(a).size(), 3u) << "temporary files left behind";
 }
 
 // A driver that cannot start ends the run once, quickly, with exit 2, its stderr, and no report; not one
 // failure per fixture (fixtures/PROTOCOL.md section 2a).
 TEST(Cli, DriverThatCannotStartStopsTheRunOnce) {
-  fs::path dir = temp_dir("startup");
+  std::string dir = temp_dir("startup");
   const auto t0 = std::chrono::steady_clock::now();
   Result r = run("replay --fixtures " + source("fixtures/corpus") +
-                 " --engine 'sh -c \"echo boom >&2; exit 3\"' --report-dir " + dir.string());
+                 " --engine 'sh -c \"echo boom >&2; exit 3\"' --report-dir " + dir);
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("boom"), std::string::npos) << r.out;
@@ -158,13 +157,13 @@ TEST(Cli, DriverThatCannotStartStopsTheRunOnce) {
   EXPECT_NE(r.out.find("exit 3"), std::string::npos) << r.out;  // names the command
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;     // no per-case failures
   EXPECT_LT(took, std::chrono::seconds(10));
-  EXPECT_TRUE(fs::is_empty(dir)) << "a report was written";
+  EXPECT_TRUE(files::is_empty_directory(dir)) << "a report was written";
 
-  Result live = run("run --engine 'sh -c \"echo boom >&2; exit 3\"' --count 20 --report-dir " + dir.string());
+  Result live = run("run --engine 'sh -c \"echo boom >&2; exit 3\"' --count 20 --report-dir " + dir);
   EXPECT_EQ(live.exit_code, 2) << live.out;
   EXPECT_NE(live.out.find("boom"), std::string::npos) << live.out;
   EXPECT_EQ(live.out.find("FAIL"), std::string::npos) << live.out;
-  EXPECT_TRUE(fs::is_empty(dir)) << "a report was written";
+  EXPECT_TRUE(files::is_empty_directory(dir)) << "a report was written";
 }
 
 }  // namespace
@@ -179,7 +178,7 @@ struct FirstFailure {
   bool has_program = false, has_driver_stderr = false;
 };
 
-FirstFailure first_failure(const fs::path& report, bool random_only) {
+FirstFailure first_failure(const std::string& report, bool random_only) {
   nlohmann::json j = nlohmann::json::parse(read_file(report));
   for (const auto& c : j.at("cases")) {
     if (c.at("status") != "failed") continue;
@@ -199,35 +198,35 @@ FirstFailure first_failure(const fs::path& report, bool random_only) {
 }
 
 // Runs `reproduce` ("lockstep run ...") with the built binary, reports into `dir`.
-Result run_reproduce_line(const std::string& reproduce, const fs::path& dir) {
+Result run_reproduce_line(const std::string& reproduce, const std::string& dir) {
   const std::string prefix = "lockstep ";
   EXPECT_EQ(reproduce.rfind(prefix, 0), 0u) << reproduce;
-  return run(reproduce.substr(prefix.size()) + " --report-dir " + dir.string());
+  return run(reproduce.substr(prefix.size()) + " --report-dir " + dir);
 }
 
 void expect_reproduces(const std::string& engine, const std::string& name) {
-  fs::path d = temp_dir(name);
-  Result r = run("run --engine " + engine + " --count 40 --seed 2 --shrink-seconds 2 --report-dir " + d.string());
+  std::string d = temp_dir(name);
+  Result r = run("run --engine " + engine + " --count 40 --seed 2 --shrink-seconds 2 --report-dir " + d);
   ASSERT_EQ(r.exit_code, 1) << r.out;
   for (bool random_only : {false, true}) {
-    FirstFailure f = first_failure(d / "lockstep-report.json", random_only);
+    FirstFailure f = first_failure(d + "/lockstep-report.json", random_only);
     ASSERT_FALSE(f.id.empty()) << "no failure in the report";
     EXPECT_TRUE(f.has_program) << f.id;
     if (random_only) {
       EXPECT_NE(f.reproduce.find("--index"), std::string::npos) << f.reproduce;
       EXPECT_EQ(f.reproduce.find("--count"), std::string::npos) << "the reproduce line runs one program: " << f.reproduce;
     }
-    fs::path again = d / (random_only ? "again-random" : "again-first");
+    std::string again = d + "/" + (random_only ? "again-random" : "again-first");
     Result rr = run_reproduce_line(f.reproduce, again);
     EXPECT_EQ(rr.exit_code, 1) << f.reproduce << "\n" << rr.out;
-    FirstFailure g = first_failure(again / "lockstep-report.json", random_only);
+    FirstFailure g = first_failure(again + "/lockstep-report.json", random_only);
     EXPECT_EQ(g.id, f.id) << f.reproduce;
     EXPECT_EQ(g.action_index, f.action_index) << f.reproduce;
     EXPECT_EQ(g.path, f.path) << f.reproduce;
-    nlohmann::json j = nlohmann::json::parse(read_file(again / "lockstep-report.json"));
+    nlohmann::json j = nlohmann::json::parse(read_file(again + "/lockstep-report.json"));
     EXPECT_EQ(j.at("cases").size(), 1u) << "the reproduce line runs just the failing case: " << f.reproduce;
   }
-  fs::remove_all(d);
+  files::remove_all(d);
 }
 
 TEST(Cli, ReproduceLinesReproduceInProcess) { expect_reproduces("impl --mutant adam_eps_inside_sqrt", "repro-inproc"); }
@@ -237,38 +236,38 @@ TEST(Cli, ReproduceLinesReproduceThroughADriver) {
 }
 
 TEST(Cli, IndexRunsThatProgramWhateverCountSays) {
-  fs::path d = temp_dir("index");
-  Result r = run("run --engine impl --index 17 --report-dir " + d.string());
+  std::string d = temp_dir("index");
+  Result r = run("run --engine impl --index 17 --report-dir " + d);
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  nlohmann::json j = nlohmann::json::parse(read_file(d / "lockstep-report.json"));
+  nlohmann::json j = nlohmann::json::parse(read_file(d + "/lockstep-report.json"));
   ASSERT_EQ(j.at("cases").size(), 1u);
   EXPECT_EQ(j.at("cases")[0].at("id"), "random-17");
-  fs::remove_all(d);
+  files::remove_all(d);
 }
 
 TEST(Cli, DefaultRunChecksImplAgainstLibTorch) {
-  fs::path d = temp_dir("default");
-  Result r = run("run --count 5 --report-dir " + d.string());
+  std::string d = temp_dir("default");
+  Result r = run("run --count 5 --report-dir " + d);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("impl against libtorch"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(lockstep mode)"), std::string::npos) << r.out;
-  fs::remove_all(d);
+  files::remove_all(d);
 }
 
 // A live driver run's report holds the shrunk program, the driver's stderr and the first differing field.
 TEST(Cli, DriverFailureReportHasShrunkProgramAndDriverStderr) {
-  fs::path d = temp_dir("driver-report");
+  std::string d = temp_dir("driver-report");
   // A driver that logs every request on stderr (while the request is pending), then answers through impl.
-  const fs::path script = d / "noisy-driver.sh";
+  const std::string script = d + "/noisy-driver.sh";
   {
     std::ofstream out(script);
     out << "while IFS= read -r line; do echo 'noisy driver: working on a request' >&2; printf '%s\\n' \"$line\"; done | "
         << IMPL_DRIVER << " --mutant adam_eps_inside_sqrt\n";
   }
-  const std::string driver = "'sh " + script.string() + "'";
-  Result r = run("run --engine " + driver + " --count 30 --seed 2 --shrink-seconds 2 --report-dir " + d.string());
+  const std::string driver = "'sh " + script + "'";
+  Result r = run("run --engine " + driver + " --count 30 --seed 2 --shrink-seconds 2 --report-dir " + d);
   ASSERT_EQ(r.exit_code, 1) << r.out;
-  nlohmann::json j = nlohmann::json::parse(read_file(d / "lockstep-report.json"));
+  nlohmann::json j = nlohmann::json::parse(read_file(d + "/lockstep-report.json"));
   bool seen = false;
   for (const auto& c : j.at("cases")) {
     if (c.at("status") != "failed" || c.at("id").get<std::string>().rfind("random-", 0) != 0) continue;
@@ -283,7 +282,7 @@ TEST(Cli, DriverFailureReportHasShrunkProgramAndDriverStderr) {
   }
   EXPECT_TRUE(seen) << "no random program failed";
   EXPECT_EQ(j.at("mode"), "free-running");
-  fs::remove_all(d);
+  files::remove_all(d);
 }
 
 namespace {
@@ -291,25 +290,25 @@ namespace {
 // `lockstep matrix` on reports a real run wrote: the pages appear; a report that does not read is exit 2 naming
 // the file and pointer, and leaves the previous pages as they were; --strict fails on unexplained failures.
 TEST(Cli, MatrixFromRealReportsAndBadOnes) {
-  const fs::path dir = temp_dir("matrix");
-  Result r = run("run --mutant zero_grad_noop --count 20 --shrink-seconds 0 --report-dir " + (dir / "run").string());
+  const std::string dir = temp_dir("matrix");
+  Result r = run("run --mutant zero_grad_noop --count 20 --shrink-seconds 0 --report-dir " + (dir + "/run"));
   ASSERT_EQ(r.exit_code, 1) << r.out;
-  const std::string report = (dir / "run" / "lockstep-report.json").string();
-  r = run("matrix --out-dir " + (dir / "m").string() + " " + report);
+  const std::string report = (dir + "/run/lockstep-report.json");
+  r = run("matrix --out-dir " + (dir + "/m") + " " + report);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("impl+zero_grad_noop:"), std::string::npos) << r.out;
-  const std::string html = read_file(dir / "m" / "conformance-matrix.html");
+  const std::string html = read_file(dir + "/m/conformance-matrix.html");
   EXPECT_NE(html.find("<svg"), std::string::npos);
-  EXPECT_NE(read_file(dir / "m" / "conformance-matrix.md").find("| impl+zero_grad_noop |"), std::string::npos);
-  EXPECT_EQ(run("matrix --strict --out-dir " + (dir / "m").string() + " " + report).exit_code, 1);
+  EXPECT_NE(read_file(dir + "/m/conformance-matrix.md").find("| impl+zero_grad_noop |"), std::string::npos);
+  EXPECT_EQ(run("matrix --strict --out-dir " + (dir + "/m") + " " + report).exit_code, 1);
 
-  std::ofstream(dir / "bad.json") << "{\"format\": \"lockstep-report/1\", \"under_test\": \"x\", \"cases\": [{\"id\": 1}]}";
-  r = run("matrix --out-dir " + (dir / "m").string() + " " + (dir / "bad.json").string());
+  std::ofstream(dir + "/bad.json") << "{\"format\": \"lockstep-report/1\", \"under_test\": \"x\", \"cases\": [{\"id\": 1}]}";
+  r = run("matrix --out-dir " + (dir + "/m") + " " + (dir + "/bad.json"));
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("bad.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("/cases/0/id"), std::string::npos) << r.out;
-  EXPECT_EQ(read_file(dir / "m" / "conformance-matrix.html"), html);  // untouched
-  fs::remove_all(dir);
+  EXPECT_EQ(read_file(dir + "/m/conformance-matrix.html"), html);  // untouched
+  files::remove_all(dir);
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 // Files no longer generated are removed from those folders. The coverage table between the markers
 // <!-- coverage:begin --> and <!-- coverage:end --> of OUT/README.md is rewritten.
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -30,12 +29,12 @@
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep::tools {
 
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 struct Generated {
@@ -367,7 +366,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     f.expected = run_on_oracle(c.program);
     f.tags = merge_tags(feature_tags(c.program, &f.expected), c.tags);
     f.provenance = provenance("named_case");
-    f.provenance.source = "conformance/cases/" + fs::path(c.file).filename().string();
+    f.provenance.source = "conformance/cases/" + files::file_name(c.file);
     all.push_back({"cases", std::move(f)});
   }
 
@@ -471,24 +470,24 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
   std::set<std::string> written;
   try {
     for (const Generated& g : all) {
-      const fs::path dir = fs::path(out) / "corpus" / g.folder;
-      fs::create_directories(dir);
-      const fs::path file = dir / (g.fixture.id + ".json");
+      const std::string dir = out + "/corpus/" + g.folder;
+      files::create_directories(dir);
+      const std::string file = dir + "/" + g.fixture.id + ".json";
       const std::string text = format_fixture_json(fixture_to_json(g.fixture));
       // Only rewrite changed files (keeps timestamps of unchanged ones).
       std::ifstream in(file, std::ios::binary);
       std::stringstream old;
       if (in) old << in.rdbuf();
-      if (!in || old.str() != text) write_file_atomically(file.string(), text);
-      written.insert(fs::weakly_canonical(file).string());
+      if (!in || old.str() != text) write_file_atomically(file, text);
+      written.insert(files::canonical(file));
     }
     for (const char* folder : {"cases", "gradient_fed", "ops", "random"}) {
-      const fs::path dir = fs::path(out) / "corpus" / folder;
-      if (!fs::is_directory(dir)) continue;
-      for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".json" && !written.count(fs::weakly_canonical(e.path()).string())) {
-          fmt::print("removing {} (no longer generated)\n", e.path().string());
-          fs::remove(e.path());
+      const std::string dir = out + "/corpus/" + folder;
+      if (!files::is_directory(dir)) continue;
+      for (const std::string& file : files::list_files(dir, {".json"}))
+        if (!written.count(files::canonical(file))) {
+          fmt::print("removing {} (no longer generated)\n", file);
+          files::remove_file(file);
         }
     }
   } catch (const std::exception& e) {
@@ -496,9 +495,9 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     return kExitInputError;
   }
 
-  update_schema((fs::path(out) / "schema" / "fixture.schema.json").string());
+  update_schema(out + "/schema/fixture.schema.json");
   const std::string table = coverage_table(all);
-  const std::string readme = (fs::path(out) / "README.md").string();
+  const std::string readme = out + "/README.md";
   if (!update_readme(readme, table))
     fmt::print("note: {} has no <!-- coverage:begin --> / <!-- coverage:end --> markers; table not written\n", readme);
   std::vector<std::string> uncovered;

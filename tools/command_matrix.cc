@@ -1,5 +1,4 @@
 // `lockstep matrix`: the conformance matrix of conformance_matrix.h from run and replay reports.
-#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 #include "conformance/report/atomic_file.h"
 #include "conformance/report/conformance_matrix.h"
 #include "tools/commands.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep::tools {
 
@@ -23,7 +23,7 @@ int command_matrix(const MatrixArgs& args) {
   const std::string markdown = conformance_matrix_markdown(m);
   const std::string html = conformance_matrix_html(m, args.max_plots);
   try {
-    std::filesystem::create_directories(args.out_dir);
+    files::create_directories(args.out_dir);
     write_file_atomically(args.out_dir + "/conformance-matrix.md", markdown);
     write_file_atomically(args.out_dir + "/conformance-matrix.html", html);
   } catch (const std::exception& e) {

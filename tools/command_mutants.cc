@@ -7,7 +7,6 @@
 #include <functional>
 #include <memory>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -35,6 +34,7 @@
 #include "tools/lockstep_session.h"
 #include "tools/report_files.h"
 #include "tools/workers.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep::tools {
 namespace {
@@ -484,11 +484,10 @@ std::string json_text(const MutantsArgs& args, const std::vector<SuitePath>& pat
 
 // lockstep-impl-driver beside this binary (the build puts both in build/).
 std::string impl_driver_beside_this_binary() {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  const std::filesystem::path driver = self.parent_path() / "lockstep-impl-driver";
-  return std::filesystem::exists(driver, ec) ? driver.string() : "";
+  const std::string self = files::executable_path();
+  if (self.empty()) return "";
+  const std::string driver = files::join(files::parent_path(self), "lockstep-impl-driver");
+  return files::exists(driver) ? driver : "";
 }
 
 }  // namespace
@@ -686,7 +685,7 @@ int command_mutants(const MutantsArgs& args) {
   fmt::print("\n{}", md);
   if (!args.report_dir.empty()) {
     try {
-      std::filesystem::create_directories(args.report_dir);
+      files::create_directories(args.report_dir);
       write_file_atomically(args.report_dir + "/mutants-report.md", md);
       write_file_atomically(args.report_dir + "/mutants-report.json", json_text(args, paths, rows));
       fmt::print("reports: {0}/mutants-report.md, {0}/mutants-report.json\n", args.report_dir);

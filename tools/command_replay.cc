@@ -1,7 +1,6 @@
 // `lockstep replay`: an engine (in-process, or a driver command) against the golden fixtures, offline.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <thread>
@@ -20,6 +19,7 @@
 #include "conformance/run/replay.h"
 #include "conformance/run/capabilities.h"
 #include "conformance/run/zero_grad_default.h"
+#include "impl/engine_adapter.h"
 #include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
@@ -243,12 +243,21 @@ int command_replay(const ReplayArgs& args) {
     engine_name = make_engine(args.engine)->name();
     caps.name = engine_name;
   }
+  // impl replays fixtures as the version that recorded them (ImplVersion, SEM-12): the oracle of a replay.
+  const std::string recorder = fixtures.empty() ? "" : fixtures.front().expected.engine;
+  auto make_replay_engine = [&]() -> std::unique_ptr<Engine> {
+    if (args.engine == "impl") return make_impl_engine_following(impl_version_of(recorder));
+    return make_engine(args.engine);
+  };
   // The recording oracle's zero_grad() default (SEM-12.1), from its version; when the implementation's differs,
   // the programs it gets spell zero_grad() out as the recording oracle's.
   const auto recorded = parse_pytorch_version(fixtures.empty() ? "" : fixtures.front().expected.engine);
   const bool recorder_none = recorded && recorded->first >= 2;
-  const bool mine = builtin ? make_engine(args.engine)->zero_grad_sets_to_none_by_default()
+  const bool mine = builtin ? make_replay_engine()->zero_grad_sets_to_none_by_default()
                             : resolved_zero_grad_default_none(caps, recorder_none);
+  // Entries for other PyTorch versions ("when", expectations.h): the driver's declared version, else the fixtures'.
+  config.expectations.keep_for_version(
+      !caps.pytorch_version.empty() ? caps.pytorch_version : (fixtures.empty() ? "" : fixtures.front().expected.engine));
   RunScope scope;
   try {
     scope = make_run_scope(caps, mine == recorder_none ? "" : zero_grad_default_replay_rule_text(mine, recorder_none),
@@ -302,7 +311,7 @@ int command_replay(const ReplayArgs& args) {
   // driver; the expectations' use counts come back with the results).
   auto replay_one = [&](const Planned& p, ExternalDriver* on) {
     auto engine = [&] {
-      std::unique_ptr<Engine> e = make_engine(args.engine);
+      std::unique_ptr<Engine> e = make_replay_engine();
       return mine != recorder_none ? with_zero_grad_default(std::move(e), recorder_none) : std::move(e);
     };
     ReplayCaseResult r = on ? replay_on_driver(p.sent, *on, config) : replay_in_process(p.sent, engine, config);

@@ -6,9 +6,9 @@
 //   build/tools/jobs_bench --benchmark_filter=Lockstep/10000/2
 #include <sys/wait.h>
 #include <unistd.h>
+#include "conformance/program/file_system.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,7 +18,7 @@ namespace {
 
 // Runs `lockstep run` with `args` and --report-dir in a temporary directory; false when it did not exit 0.
 bool run_lockstep(const std::vector<std::string>& args) {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("lockstep-jobs-bench-" + std::to_string(getpid()))).string();
+  const std::string dir = lockstep::files::join(lockstep::files::temp_directory(), "lockstep-jobs-bench-" + std::to_string(getpid()));
   std::vector<std::string> all = {LOCKSTEP_BINARY, "run"};
   all.insert(all.end(), args.begin(), args.end());
   all.insert(all.end(), {"--report-dir", dir});
@@ -33,8 +33,7 @@ bool run_lockstep(const std::vector<std::string>& args) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  lockstep::files::remove_all(dir);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 

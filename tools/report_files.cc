@@ -1,10 +1,10 @@
 #include "tools/report_files.h"
 
-#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "conformance/report/atomic_file.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep::tools {
 
@@ -19,7 +19,7 @@ std::string shell_quote(const std::string& s) {
 
 void write_reports(const std::string& dir, const RunReport& report, const std::string& stem) {
   if (dir.empty()) return;
-  std::filesystem::create_directories(dir);
+  files::create_directories(dir);
   // One set: the three files of a run appear together or not at all (atomic_file.h).
   write_files_atomically({{dir + "/" + stem + ".md", report_markdown(report)},
                           {dir + "/" + stem + ".json", report_json_text(report)},

@@ -9,6 +9,12 @@
 #   bash tools/setup.sh replay-only     # no LibTorch: the replay-only build (build-notorch/) and its tests, for an
 #                                       # implementation checked against the fixtures and through its driver
 #
+# Two LibTorch generations (issue 27). On Debian 12 (LibTorch 1.13) `test` ends with the LibTorch 2.x stage: a Debian 13
+# chroot with LibTorch 2.6 (tools/torch2/chroot.sh: made once with mmdebstrap from the same package archive, then
+# reused) in which tools/torch2/stage.sh builds build-torch2/ and runs its checks. LOCKSTEP_SKIP_TORCH2=1 leaves it
+# out. On Debian 13 itself the script installs tools/torch2/packages.txt and `test` runs that stage natively (there is
+# no LibTorch 1.13 to run the 1.13 stage with, nor Clang 14 for the sanitize build).
+#
 # As root, missing packages are installed with apt-get (after one `apt-get update`); otherwise the script
 # prints the exact `apt-get install` line and exits non-zero.
 set -euo pipefail
@@ -31,7 +37,7 @@ replay_only_packages=(
 packages=(
   cmake ninja-build g++ pkg-config
   ccache                # the no-torch build reuses the default build's objects
-  libtorch-dev          # the oracle (LibTorch 1.13.1)
+  libtorch-dev          # the oracle (LibTorch 1.13.0 on Debian 12)
   libgtest-dev          # GoogleTest
   librapidcheck-dev     # property-based random programs
   libfmt-dev nlohmann-json3-dev libcli11-dev
@@ -40,8 +46,16 @@ packages=(
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
   clang-14 libclang-rt-14-dev  # the sanitize build (ASan+UBSan, a second compiler) and libFuzzer (fuzz/)
+  mmdebstrap            # the Debian 13 chroot of the LibTorch 2.x stage (tools/torch2/chroot.sh)
 )
 
+# The release decides the LibTorch generation: Debian 13 (trixie) ships 2.6 and builds natively with the torch2 preset.
+codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
+native_torch2=0
+if [[ "$codename" == trixie && "$mode" != replay-only ]]; then
+  native_torch2=1
+  mapfile -t packages < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/torch2/packages.txt)
+fi
 [[ "$mode" == replay-only ]] && packages=("${replay_only_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
@@ -50,7 +64,7 @@ for p in "${packages[@]}"; do
 done
 # The JavaScript adapters (tools/adapters/tfjs, tools/adapters/jspytorch) need node and npm, from Debian (nodejs and npm)
 # unless the machine has them otherwise: a nodejs that ships its own npm conflicts with Debian's npm package.
-if [[ "$mode" != replay-only ]]; then
+if [[ "$mode" != replay-only && "$native_torch2" == 0 ]]; then
   command -v node > /dev/null || missing+=(nodejs)
   command -v npm > /dev/null || missing+=(npm)
 fi
@@ -72,7 +86,7 @@ fi
 # installed again only when a lockfile changes; --ignore-scripts: no package builds native code or fetches anything
 # outside npm's registry (js-pytorch's optional GPU dependency would).
 for dir in tools/adapters/tfjs tools/adapters/jspytorch; do
-  [[ "$mode" == run || "$mode" == replay-only ]] && break  # impl only: no adapter, no registry needed
+  [[ "$mode" == run || "$mode" == replay-only || "$native_torch2" == 1 ]] && break  # no JS adapter run here
   if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.lockstep-installed-lock.json" 2>/dev/null; then
     echo "setup: npm ci in $dir"
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
@@ -84,6 +98,19 @@ if [[ "$mode" == replay-only ]]; then
   cmake --preset no-torch
   cmake --build --preset no-torch
   exec ctest --preset no-torch
+fi
+
+if [[ "$native_torch2" == 1 ]]; then
+  case "$mode" in
+    run) cmake --preset torch2 && cmake --build --preset torch2 && exec ./build-torch2/lockstep run "$@" ;;
+    build) cmake --preset torch2 && exec cmake --build --preset torch2 ;;
+    test)
+      bash tools/torch2/stage.sh
+      cmake --preset no-torch
+      cmake --build --preset no-torch
+      exec ctest --preset no-torch
+      ;;
+  esac
 fi
 
 cmake --preset default
@@ -105,6 +132,16 @@ case "$mode" in
     ./build-sanitize/lockstep run --engine impl --count 1000 --seed 20261121 --max-size 40 \
       --report-dir build-sanitize/reports
     bash fuzz/run_fuzzers.sh build-sanitize build-sanitize/fuzz-work --fuzz-seconds=8
+    # The LibTorch 2.x stage (issue 27): LibTorch 2.6 in a Debian 13 chroot, made once and reused.
+    if [[ "${LOCKSTEP_SKIP_TORCH2:-0}" == 1 ]]; then
+      echo "setup: LOCKSTEP_SKIP_TORCH2=1: the LibTorch 2.x stage is left out"
+    else
+      t_torch2=$SECONDS
+      bash tools/torch2/chroot.sh ensure
+      echo "setup: the Debian 13 chroot took $((SECONDS - t_torch2)) s"
+      bash tools/torch2/chroot.sh run bash tools/torch2/stage.sh
+      echo "setup: the LibTorch 2.x stage took $((SECONDS - t_torch2)) s in all"
+    fi
     ;;
   build) ;;
 esac

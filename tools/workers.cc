@@ -2,16 +2,19 @@
 #include "tools/workers.h"
 
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <new>
 #include <set>
 #include <sstream>
@@ -19,67 +22,163 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/file_system.h"
+
+extern char** environ;
+
 namespace lockstep::tools {
 
-namespace fs = std::filesystem;
-
-WorkerDir::WorkerDir(const std::string& prefix) {
-  std::string pattern = (fs::temp_directory_path() / (prefix + ".XXXXXX")).string();
-  if (!mkdtemp(pattern.data()))
-    throw std::runtime_error("cannot create a temporary directory for --jobs: " + std::string(std::strerror(errno)));
-  path_ = pattern;
-}
-
-WorkerDir::~WorkerDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 namespace {
+
+// A worker is this program started again, with the same arguments, and this variable: "W JOBS PARENT_PID DIR".
+constexpr const char* kWorkerVariable = "LOCKSTEP_WORKER";
+
+struct WorkerRole {
+  int index = -1;  // -1: not a worker
+  int jobs = 0;
+  std::string dir;
+};
+
+// Read once, then removed from the environment, so that what a worker starts (a driver) is no worker. A worker
+// dies with its parent (PR_SET_PDEATHSIG): a killed `--jobs` run leaves no worker behind.
+const WorkerRole& worker_role() {
+  static const WorkerRole role = [] {
+    WorkerRole r;
+    const char* value = std::getenv(kWorkerVariable);
+    if (!value) return r;
+    std::istringstream in(value);
+    long parent = 0;
+    ::unsetenv(kWorkerVariable);
+    if (!(in >> r.index >> r.jobs >> parent) || !std::getline(in >> std::ws, r.dir)) {
+      std::cerr << "lockstep: " << kWorkerVariable << " is set but is not 'W JOBS PARENT_PID DIR'\n";
+      _exit(2);
+    }
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(2);  // the parent is already gone
+    return r;
+  }();
+  return role;
+}
 
 // Set by SIGINT, SIGTERM or SIGHUP while the parent waits for its workers.
 volatile std::sig_atomic_t interrupted = 0;
 void on_interrupt(int signal) { interrupted = signal; }
 
-std::string read_all(const fs::path& file) {
+std::string read_all(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// This process's arguments as it was started (/proc/self/cmdline), so that a worker runs the same command.
+std::vector<std::string> own_arguments() {
+  const std::string text = read_all("/proc/self/cmdline");
+  std::vector<std::string> args;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\0') {
+      args.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  return args;
+}
+
+// In a worker process: runs its share and exits with its status.
+[[noreturn]] void be_worker(const WorkerRole& role, int jobs, const std::string& dir,
+                            const std::function<int(int w, const std::string& own_dir)>& work) {
+  if (role.jobs != jobs || role.dir != dir) {
+    std::cerr << "lockstep: worker " << role.index << " was started for --jobs " << role.jobs << " in " << role.dir
+              << " but reached --jobs " << jobs << " in " << dir << "\n";
+    _exit(2);
+  }
+  const std::string own = files::join(dir, std::to_string(role.index));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const int out = open(files::join(own, "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int err = open(files::join(own, "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) _exit(2);
+  int code = 2;
+  try {
+    code = work(role.index, own);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\")\n";
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep: " << e.what() << "\n";
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code);
+}
+
+// Starts worker w: this executable again with this process's arguments, stdin and stdout from/to /dev/null until
+// the worker reaches run_workers(), stderr into DIR/w/startup-stderr (a failure before that point is seen).
+pid_t spawn_worker(int w, int jobs, const std::string& dir, const std::string& exe,
+                   const std::vector<std::string>& args) {
+  const std::string own = files::join(dir, std::to_string(w));
+  const std::string startup = files::join(own, "startup-stderr");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, kWorkerVariable, std::strlen(kWorkerVariable)) != 0 ||
+        (*e)[std::strlen(kWorkerVariable)] != '=')
+      env_strings.push_back(*e);
+  env_strings.push_back(fmt::format("{}={} {} {} {}", kWorkerVariable, w, jobs, static_cast<long>(getpid()), dir));
+  std::vector<char*> env, argv;
+  for (std::string& s : env_strings) env.push_back(s.data());
+  env.push_back(nullptr);
+  std::vector<std::string> arg_copy = args;
+  for (std::string& s : arg_copy) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, startup.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    errno = rc;
+    return -1;
+  }
+  return pid;
+}
+
 }  // namespace
+
+WorkerDir::WorkerDir(const std::string& prefix) {
+  if (worker_role().index >= 0) {  // a worker uses its parent's directory
+    path_ = worker_role().dir;
+    return;
+  }
+  std::string pattern = files::join(files::temp_directory(), prefix + ".XXXXXX");
+  if (!mkdtemp(pattern.data()))
+    throw std::runtime_error("cannot create a temporary directory for --jobs: " + std::string(std::strerror(errno)));
+  path_ = pattern;
+  owned_ = true;
+}
+
+WorkerDir::~WorkerDir() {
+  if (owned_) files::remove_all(path_);
+}
 
 std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
                                    const std::function<int(int w, const std::string& own_dir)>& work) {
+  if (const WorkerRole& role = worker_role(); role.index >= 0) be_worker(role, jobs, dir, work);
+  const std::string exe = files::executable_path();
+  const std::vector<std::string> args = own_arguments();
+  if (exe.empty() || args.empty()) throw std::runtime_error("cannot start workers: /proc/self is not readable");
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids;
   for (int w = 0; w < jobs; ++w) {
-    const fs::path own = fs::path(dir) / std::to_string(w);
-    fs::create_directories(own);
-    const pid_t pid = fork();
+    files::create_directories(files::join(dir, std::to_string(w)));
+    const pid_t pid = spawn_worker(w, jobs, dir, exe, args);
     if (pid < 0) {
       const std::string why = std::strerror(errno);
       for (pid_t p : pids) kill(p, SIGKILL);
       for (pid_t p : pids) waitpid(p, nullptr, 0);
       throw std::runtime_error(fmt::format("cannot start worker {} of --jobs {}: {}", w, jobs, why));
-    }
-    if (pid == 0) {
-      const int out = open((own / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      const int err = open((own / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) _exit(2);
-      int code = 2;
-      try {
-        code = work(w, own.string());
-      } catch (const std::bad_alloc&) {
-        std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\")\n";
-      } catch (const std::exception& e) {
-        std::cerr << "lockstep: " << e.what() << "\n";
-      }
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::cout.flush();
-      std::cerr.flush();
-      _exit(code);
     }
     pids.push_back(pid);
   }
@@ -101,17 +200,18 @@ std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
       const int signal = interrupted;
       for (pid_t p : pids) kill(p, SIGTERM);
       for (pid_t p : pids) waitpid(p, nullptr, 0);
-      std::error_code ec;
-      fs::remove_all(dir, ec);
+      files::remove_all(dir);
       std::signal(signal, SIG_DFL);
       std::raise(signal);
       _exit(128 + signal);
     }
     if (WIFEXITED(status)) ends[w].exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) ends[w].signal = WTERMSIG(status);
-    const fs::path own = fs::path(dir) / std::to_string(w);
-    ends[w].out = read_all(own / "stdout");
-    ends[w].err = read_all(own / "stderr");
+    const std::string own = files::join(dir, std::to_string(w));
+    ends[w].out = read_all(files::join(own, "stdout"));
+    ends[w].err = read_all(files::join(own, "stderr"));
+    // A worker that failed before it reached its share said why while starting up.
+    if (!files::exists(files::join(own, "stdout"))) ends[w].err = read_all(files::join(own, "startup-stderr"));
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);

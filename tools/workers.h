@@ -1,8 +1,12 @@
-// Worker processes for --jobs (`lockstep run`, `replay`, `mutants`): the work is split over forked processes, each
+// Worker processes for --jobs (`lockstep run`, `replay`, `mutants`): the work is split over worker processes, each
 // with its own engines, LibTorch and driver, writing what it found into its own directory; the parent gathers it.
-// Fork before the parent starts a thread or holds a driver: `run` and `mutants` fork before they make any engine;
-// `replay` first stops the driver it started for the hello, and with --engine oracle it has made (not run) a
-// LibTorch engine by then.
+//
+// A worker is this executable started again (posix_spawn, then exec) with the parent's own arguments and the
+// variable LOCKSTEP_WORKER: it runs the same command up to run_workers(), which there runs its share, work(w, ...),
+// and exits. Not fork() alone: a LibTorch may have started threads by then (CUDA builds do when the library is
+// loaded; the oracle's thread pool once it has run), and a forked child of a threaded process may only call
+// async-signal-safe functions until it execs: a lock another thread held at the fork stays held in the child for
+// good. A fresh process has no such state. Workers die with the parent (PR_SET_PDEATHSIG), even of SIGKILL.
 //
 // Example:
 //   WorkerDir dir("lockstep-jobs");                                   // a temporary directory, removed at scope exit
@@ -29,6 +33,7 @@ class WorkerDir {
 
  private:
   std::string path_;
+  bool owned_ = false;  // false in a worker: the directory is its parent's
 };
 
 struct WorkerEnd {
@@ -38,8 +43,10 @@ struct WorkerEnd {
   std::string err;
 };
 
-// Runs work(w, DIR/w) in `jobs` forked processes (w = 0..jobs-1; DIR/w exists; the worker's stdout and stderr go
-// to DIR/w/stdout and DIR/w/stderr) and waits for all. An exception out of `work` is a message and exit 2.
+// Runs work(w, DIR/w) in `jobs` worker processes (w = 0..jobs-1; DIR/w exists; the worker's stdout and stderr go
+// to DIR/w/stdout and DIR/w/stderr) and waits for all. An exception out of `work` is a message and exit 2. In a
+// worker process (see above) it runs that worker's share and does not return. The code before it must do the same
+// in parent and worker: the worker gets there through the same arguments.
 std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
                                    const std::function<int(int w, const std::string& own_dir)>& work);
 

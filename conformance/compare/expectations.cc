@@ -1,5 +1,7 @@
 // Expectations: the file format, validation and matching (see expectations.h).
 #include "conformance/compare/expectations.h"
+
+#include "conformance/program/pytorch_version.h"
 #include "conformance/program/data_dir.h"
 
 #include <algorithm>
@@ -167,6 +169,17 @@ std::vector<std::string> Expectations::stale(const std::vector<std::string>& cas
   return out;
 }
 
+size_t Expectations::keep_for_version(const std::string& pytorch_version) {
+  const auto applies = [&](const Expectation& e) {
+    return e.when_pytorch.empty() || version_condition_holds(e.when_pytorch, pytorch_version);
+  };
+  std::vector<Expectation> kept;
+  for (Expectation& e : entries) (applies(e) ? kept : for_other_versions).push_back(std::move(e));
+  const size_t dropped = entries.size() - kept.size();
+  entries = std::move(kept);
+  return dropped;
+}
+
 void Expectations::append(const Expectations& more) {
   entries.insert(entries.end(), more.entries.begin(), more.entries.end());
 }
@@ -246,6 +259,16 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
     throw JsonError(r.pointer("errors"), "\"errors\" narrows a mask: give \"fields\" too");
   if (!r.has("id") && e.features.empty())
     throw JsonError(pointer, "an expectation needs an \"id\" glob or \"features\" (a rule for every case would hide everything)");
+  if (const nlohmann::ordered_json* when = r.optional("when")) {
+    JsonObjectReader w(*when, r.pointer("when"), "an expectation's condition");
+    e.when_pytorch = w.string("pytorch");
+    try {
+      version_condition_holds(e.when_pytorch, "1.0");  // readable?
+    } catch (const std::invalid_argument& x) {
+      throw JsonError(w.pointer("pytorch"), x.what());
+    }
+    w.finish(/*allow_comment=*/false);
+  }
   e.reason = nonempty_string(r, "reason");
   if (r.has("category")) {
     e.category = r.string("category");

@@ -31,6 +31,9 @@
 // - "expected", "actual" (optional, with "fields"): globs on the difference's values as the comparator prints
 //   them ("false", "true", "absent", "0.25"): {"fields": ["* → state.exists"], "expected": "false", "actual":
 //   "true"} accepts an extra state entry, never a missing one.
+// - "when" (optional): {"pytorch": ">=2.0"}, a version condition (pytorch_version.h): the entry applies only to an
+//   implementation of a PyTorch version that meets it (keep_for_version()), so one file is true, and every entry of
+//   it used, on each version it is run with.
 // - "reason": non-empty; "category" (optional): one of expectation_categories(); "comment": ignored.
 // Accepted for files written before: the key "expected_failures" instead of "expectations", a top-level
 // array of entries, and "field" (one glob) instead of "fields".
@@ -68,6 +71,7 @@ struct Expectation {
   std::string from;                 // a record_situations() name: only records from its first action on
   std::string expected_value = "*";  // globs on the difference's expected / actual value as text ("false",
   std::string actual_value = "*";    // "true", "absent"): a mask may accept one direction only
+  std::string when_pytorch;         // a version condition (">=2.0"); empty: every version
   std::string source;               // where it came from: a file name, or "profile NAME rule ID"
   mutable int64_t uses = 0;         // differences masked or cases explained in this run (unused_entries())
 };
@@ -117,6 +121,10 @@ struct Expectations {
   // The ids of entries that match none of `case_ids`.
   std::vector<std::string> stale(const std::vector<std::string>& case_ids) const;
   void append(const Expectations& more);
+  // Moves the entries whose "when" does not hold for `pytorch_version` (the implementation's, "2.6.0") to
+  // for_other_versions, where no match, use or unused check sees them; returns how many moved.
+  size_t keep_for_version(const std::string& pytorch_version);
+  std::vector<Expectation> for_other_versions;
 };
 
 

@@ -1,9 +1,9 @@
 // Where lockstep's shipped data lives (data_dir.h).
 #include "conformance/program/data_dir.h"
 
+#include "conformance/program/file_system.h"
+
 #include <cstdlib>
-#include <filesystem>
-#include <system_error>
 
 namespace lockstep {
 
@@ -16,12 +16,10 @@ std::string& chosen() {
 
 // PREFIX/share/lockstep when this executable is in PREFIX/bin and that directory holds the named cases.
 std::string installed_beside_executable() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  const fs::path share = exe.parent_path().parent_path() / "share" / "lockstep";
-  return fs::is_directory(share / "conformance" / "cases", ec) ? share.string() : "";
+  const std::string exe = files::executable_path();
+  if (exe.empty()) return "";
+  const std::string share = files::parent_path(files::parent_path(exe)) + "/share/lockstep";
+  return files::is_directory(share + "/conformance/cases") ? share : "";
 }
 
 }  // namespace

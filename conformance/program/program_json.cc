@@ -4,10 +4,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "conformance/program/file_system.h"
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/optimizer_descriptions.h"
@@ -437,8 +437,7 @@ std::string read_text_file(const std::string& path) {
 }
 
 std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "cannot read the file: it is a directory");
+  if (files::is_directory(path)) throw InputError(path, "", "cannot read the file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", std::string("cannot read the file: ") + std::strerror(errno));
   // Read in chunks up to the limit: a device or a pipe without end (/dev/zero) is an error, not a hang.

@@ -1,7 +1,6 @@
 // conformance_matrix.h: reports written by report.h's own writer, read back into the matrix; bad reports.
 #include "conformance/report/conformance_matrix.h"
 
-#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -11,19 +10,18 @@
 
 #include "conformance/program/program_json.h"
 #include "conformance/report/report.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep {
 namespace {
 
-namespace fs = std::filesystem;
-
 // A file in a folder of this test process (ctest runs the tests of this file in parallel processes).
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("lockstep-matrix-test-" + std::to_string(::getpid()) + "-" +
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::create_directories(dir);
-  const std::string path = (dir / name).string();
+  const std::string dir = files::temp_directory() + "/" +
+                          ("lockstep-matrix-test-" + std::to_string(::getpid()) + "-" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  files::create_directories(dir);
+  const std::string path = dir + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -5,7 +5,6 @@
 #include "conformance/report/report_reader.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -20,6 +19,7 @@
 #include "conformance/program/optional_fields.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/report_shards.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep {
 namespace {
@@ -247,10 +247,8 @@ std::string error_of(const json& doc) {
 TEST(ReportReader, SampleReportsOfRealRunsReadBackToTheirBytes) {
   const std::string dir = std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/report/testdata";
   int seen = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".json") continue;
+  for (const std::string& path : files::list_files(dir, {".json"})) {
     ++seen;
-    const std::string path = entry.path().string();
     const std::string text = read_text_file(path);
     RunReport r = read_report_file(path);
     EXPECT_EQ(report_json_text(r), text) << path;
@@ -434,7 +432,7 @@ TEST(ReportShards, ShardSpecsAndTheGoogleTestVariables) {
     }
   } restore;
   const std::string status = ::testing::TempDir() + "/shard-status";
-  std::filesystem::remove(status);
+  files::remove_file(status);
   unsetenv("GTEST_TOTAL_SHARDS");
   EXPECT_FALSE(shard_from_environment().has_value());
   setenv("GTEST_TOTAL_SHARDS", "3", 1);
@@ -444,7 +442,7 @@ TEST(ReportShards, ShardSpecsAndTheGoogleTestVariables) {
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->index, 2);
   EXPECT_EQ(s->total, 3);
-  EXPECT_TRUE(std::filesystem::exists(status));  // the protocol: the runner touches the status file
+  EXPECT_TRUE(files::exists(status));  // the protocol: the runner touches the status file
   setenv("GTEST_SHARD_INDEX", "3", 1);
   EXPECT_THROW(shard_from_environment(), std::invalid_argument);
   unsetenv("GTEST_SHARD_INDEX");

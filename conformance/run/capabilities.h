@@ -26,6 +26,8 @@
 //   exclude_unsupported(caps, scope);     // float64, adamw, "adam.weight_decay", ... with their reasons
 #pragma once
 
+#include "conformance/program/pytorch_version.h"  // parse_pytorch_version, version_condition_holds
+
 #include <map>
 #include <optional>
 #include <set>
@@ -57,15 +59,9 @@ Capabilities capabilities_from_hello(const nlohmann::ordered_json& hello);
 // Adds to `scope` one exclusion per known feature the capabilities do not cover, with its reason.
 void exclude_unsupported(const Capabilities& caps, FeatureScope& scope);
 
-// "2.1.0+cu118" / "libtorch-1.13.0" -> {2, 1}; nullopt when no "major.minor" is found.
-std::optional<std::pair<int, int>> parse_pytorch_version(const std::string& text);
-
 // Whether zero_grad() with no argument sets grads to none on the implementation (SEM-12.1): as declared, else
 // as its PyTorch version says (>= 2.0: none), else `oracle_default` (nothing declared: the oracle's).
 bool resolved_zero_grad_default_none(const Capabilities& caps, bool oracle_default);
 
-// Whether a version condition of a named case check holds: ">=2.0", "<2.0", ">=1.13", "<1.13" against
-// `version` ("2.1.0", "libtorch-1.13.0"). Throws std::invalid_argument for a condition it cannot read.
-bool version_condition_holds(const std::string& condition, const std::string& version);
 
 }  // namespace lockstep

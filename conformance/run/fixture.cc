@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -13,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "conformance/program/features.h"
+#include "conformance/program/file_system.h"
 
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
@@ -374,24 +374,18 @@ Fixture read_fixture_file(const std::string& path) {
 }
 
 std::vector<Fixture> load_fixtures(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "not a directory of fixtures");
-  std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_directory() && it->path().filename() == "schema") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path().string());
+  if (!files::is_directory(dir)) throw InputError(dir, "", "not a directory of fixtures");
+  std::vector<std::string> paths;
+  try {
+    paths = files::list_files(dir, {".json"}, /*recursive=*/true, /*skip_dirs=*/{"schema"});
+  } catch (const std::runtime_error& e) {
+    throw InputError(dir, "", e.what());
   }
-  if (ec) throw InputError(dir, "", "cannot list the directory: " + ec.message());
-  if (files.empty()) throw InputError(dir, "", "no *.json fixture files in it");
-  std::sort(files.begin(), files.end());
+  if (paths.empty()) throw InputError(dir, "", "no *.json fixture files in it");
+  std::sort(paths.begin(), paths.end());
   std::vector<Fixture> out;
   std::map<std::string, std::string> seen;
-  for (const std::string& file : files) {
+  for (const std::string& file : paths) {
     Fixture f = read_fixture_file(file);
     auto [it, inserted] = seen.emplace(f.id, file);
     if (!inserted) throw InputError(file, "/id", fmt::format("id '{}' is also used by {}", f.id, it->second));

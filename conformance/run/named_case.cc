@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "conformance/program/file_system.h"
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
@@ -182,16 +182,16 @@ NamedCase case_from_text(const std::string& text, const std::string& path) {
 }
 
 std::vector<NamedCase> load_cases(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "not a directory of cases");
-  std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
+  if (!files::is_directory(dir)) throw InputError(dir, "", "not a directory of cases");
+  std::vector<std::string> paths;
+  try {
+    paths = files::list_files(dir, {".json"});
+  } catch (const std::runtime_error& e) {
+    throw InputError(dir, "", e.what());
+  }
   std::vector<NamedCase> cases;
   std::map<std::string, std::string> seen;
-  for (const std::string& f : files) {
+  for (const std::string& f : paths) {
     NamedCase c = read_case_file(f);
     auto [it, fresh] = seen.emplace(c.id, f);
     if (!fresh) throw InputError(f, "/id", "id '" + c.id + "' is already used by " + it->second);

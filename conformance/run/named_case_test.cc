@@ -183,7 +183,7 @@ TEST(NamedCaseWhen, Sem12TellsTheZeroGradDefaultByVersion) {
   EXPECT_GT(below, 0);
   EXPECT_GT(at_least, 0);
 
-  auto zeroes = make_impl_engine();               // 1.x: zero_grad() zeroes in place
+  auto zeroes = make_impl_engine(false);     // 1.x: zero_grad() zeroes in place
   auto nones = make_impl_engine(true);        // >= 2.0: zero_grad() sets to none
   const Trace t1 = run_program(c.program, *zeroes);
   const Trace t2 = run_program(c.program, *nones);

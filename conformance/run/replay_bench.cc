@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 
 #include "conformance/generate/generators.h"
 #include "conformance/run/external_driver.h"
@@ -24,6 +23,7 @@
 #include "impl/engine_adapter.h"
 #include "oracle/torch_bench.h"
 #include "oracle/torch_engine.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep {
 namespace {
@@ -35,12 +35,10 @@ const std::vector<Fixture>& corpus() {
 
 std::string impl_driver_path() {
   if (const char* env = std::getenv("LOCKSTEP_IMPL_DRIVER")) return env;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  for (fs::path dir = self.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-    fs::path candidate = dir / "lockstep-impl-driver";
-    if (fs::exists(candidate, ec)) return candidate.string();
+  const std::string self = files::executable_path();
+  for (std::string dir = files::parent_path(self); !dir.empty() && dir != "/"; dir = files::parent_path(dir)) {
+    const std::string candidate = files::join(dir, "lockstep-impl-driver");
+    if (files::exists(candidate)) return candidate;
   }
   return "";
 }
