@@ -74,6 +74,9 @@ TEST(Expectations, ValidationNamesFileAndPointer) {
       {R"({"expectations": [{"id": "x", "reason": "r", "bogus": 1}]})", "/expectations/0/bogus"},
       {R"({"expected": []})", ""},
       {R"([1])", "/0"},
+      {R"({"expectations": [{"id": "x", "reason": "r", "when": {"pytorch": "2.0"}}]})", "/expectations/0/when/pytorch"},
+      {R"({"expectations": [{"id": "x", "reason": "r", "when": {"torch": ">=2.0"}}]})", "/expectations/0/when"},
+      {R"({"expectations": [{"id": "x", "reason": "r", "when": ">=2.0"}]})", "/expectations/0/when"},
   };
   for (const Bad& b : bad) {
     try {
@@ -84,6 +87,34 @@ TEST(Expectations, ValidationNamesFileAndPointer) {
       EXPECT_EQ(e.pointer(), b.pointer) << e.what();
     }
   }
+}
+
+// SEM-12.7: an entry with "when" applies only to an implementation of a version that meets it; the others are set
+// aside, so they are neither matched nor reported unused on that version.
+TEST(Expectations, WhenKeepsTheEntriesOfTheImplementationsVersion) {
+  const char* text = R"({"expectations": [
+    {"id": "fixed-in-2", "reason": "a 1.x bug", "when": {"pytorch": "<2.0"}},
+    {"id": "new-in-2", "fields": ["* → grad*"], "reason": "a 2.x bug", "when": {"pytorch": ">=2.0"}},
+    {"id": "always", "reason": "every version"}]})";
+  Expectations v1 = expectations_from_json(json::parse(text), "e.json");
+  EXPECT_EQ(v1.keep_for_version("1.13.0a0"), 1u);
+  ASSERT_EQ(v1.entries.size(), 2u);
+  EXPECT_NE(v1.whole_case("fixed-in-2"), nullptr);
+  EXPECT_TRUE(v1.mask_for("new-in-2").empty());
+  ASSERT_EQ(v1.for_other_versions.size(), 1u);
+  EXPECT_EQ(v1.for_other_versions[0].id, "new-in-2");
+
+  Expectations v2 = expectations_from_json(json::parse(text), "e.json");
+  EXPECT_EQ(v2.keep_for_version("libtorch-2.6.0"), 1u);
+  EXPECT_EQ(v2.whole_case("fixed-in-2"), nullptr);
+  EXPECT_FALSE(v2.mask_for("new-in-2").empty());
+  EXPECT_NE(v2.whole_case("always"), nullptr);
+  for (const Expectation* e : v2.unused_entries()) EXPECT_NE(e->id, "fixed-in-2") << "an entry of another version";
+
+  // No readable version: only the entries without a condition apply.
+  Expectations none = expectations_from_json(json::parse(text), "e.json");
+  EXPECT_EQ(none.keep_for_version(""), 2u);
+  EXPECT_EQ(none.entries.size(), 1u);
 }
 
 TEST(Expectations, LoadsFilesAndNamesBadOnes) {

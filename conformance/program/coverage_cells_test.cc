@@ -1,6 +1,7 @@
 // coverage_cells.h: each table's cells from small programs whose situations are known by construction.
 #include "conformance/program/coverage_cells.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 

@@ -439,7 +439,7 @@ def run_program(program):
 def hello():
     h = {"name": "pytorch-python" + ("" if (MODE, DEVICE) == ("single", "cpu") else "[%s,%s]" % (MODE, DEVICE)),
          "version": torch.__version__, "protocol": 1, "language": "python",
-         "api_profile": "pytorch-python-foreach" if MODE == "foreach" else "pytorch-python",
+         "api_profile": {"foreach": "pytorch-python-foreach", "fused": "pytorch-python-fused"}.get(MODE, "pytorch-python"),
          "pytorch_version": torch.__version__,
          "observes": ["param.same_as_previous"]}  # optional trace fields it reports (PROTOCOL.md 4a)
     if MODE == "fused":  # only the optimizers with a fused path; everything else as always

@@ -90,6 +90,7 @@ if [[ -x $b/lockstep ]]; then
       fi
       expectations=fixtures/expectations/pytorch-python.json
       [[ $mode == foreach ]] && expectations=fixtures/expectations/pytorch-python-foreach.json
+      [[ $mode == fused ]] && expectations=fixtures/expectations/pytorch-python-fused.json
       check "py-$mode-$device" 150 bash tools/adapters/check_adapter.sh ./$b/lockstep "$b/dev-py-$mode-$device" \
         "$engine" "$expectations" 300
     done

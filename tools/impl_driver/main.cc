@@ -18,8 +18,9 @@
 // that variant of impl instead of impl itself (an unknown NAME: usage error, exit 2, naming the variants).
 // --hello JSON merges a JSON object into the hello answer (e.g. '{"supports": {"dtypes": ["float32"]}}':
 // declared, not enforced); --zero-grad-default none|zero makes zero_grad() with no argument set grads to none
-// (PyTorch >= 2.0) or zero them (1.x, impl's own default), and declares it with a matching "pytorch_version"
-// ("2.0" / "1.13") unless --hello gives one (SEMANTICS §12.1). The hello always declares the default
+// (PyTorch >= 2.0) or zero them (1.x), and declares it with a matching "pytorch_version" ("2.0" / "1.13") unless
+// --hello gives one (SEMANTICS §12.1); without it the driver follows the LibTorch lockstep was built with
+// (SEMANTICS §12.6), zero_grad()'s default included. The hello always declares the default
 // ("defaults": {"zero_grad": ...}), so the driver is held to what it does against a LibTorch 2.x oracle too,
 // and every optional trace field it reports ("observes", conformance/program/optional_fields.h).
 #include <cstring>
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
   std::string variant;  // empty: impl itself
   std::string mutant;   // empty: none (tools/mutants/mutants.h)
   nlohmann::ordered_json hello_extra = nlohmann::ordered_json::object();
-  bool default_none = false;
+  // impl follows the LibTorch lockstep was built with (ImplVersion, SEM-12.6): its zero_grad() default too, unless
+  // --zero-grad-default says otherwise.
+  bool default_none = oracle_build_version().major >= 2;
   bool declare_default = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--unsupported") == 0 && i + 1 < argc) {
@@ -148,7 +151,10 @@ int main(int argc, char** argv) {
       std::unique_ptr<Engine> engine =
           !variant.empty() ? make_variant_engine(variant)
           : mutant.empty() ? make_impl_engine(default_none) : make_mutant_engine(mutant, default_none);
-      if (!variant.empty() && default_none) engine = with_zero_grad_default(std::move(engine), true);
+      // A variant is impl following the LibTorch lockstep was built with (ImplVersion); its zero_grad() is the
+      // default this driver declares.
+      if (!variant.empty() && engine->zero_grad_sets_to_none_by_default() != default_none)
+        engine = with_zero_grad_default(std::move(engine), default_none);
       answer["trace"] = trace_to_json(run_program(program, *engine));
     }
     std::cout << answer.dump() << "\n" << std::flush;

@@ -120,7 +120,7 @@ TEST(Mutants, AMutatedEngineDoesNotLeakIntoACleanOneOnTheSameThread) {
 
 TEST(Mutants, ZeroGradNoopLeavesTheGradSEM_4_1) {
   const Program p = small_sgd_program();
-  auto clean = make_impl_engine();
+  auto clean = make_impl_engine(false);  // zero_grad() zeroes in place (1.x's default, SEM-12.1), as the mutant's
   auto mutated = make_mutant_engine("zero_grad_noop");
   const Trace expected = run_program(p, *clean), actual = run_program(p, *mutated);
   // After zero_grad (action 3): zeros in place, versus the first backward's grad 2x, x = [1, 2, 3].

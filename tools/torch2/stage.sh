@@ -52,6 +52,7 @@ named_cases() {
     fi
     local expectations=fixtures/expectations/pytorch-python.json
     [[ $mode == foreach ]] && expectations=fixtures/expectations/pytorch-python-foreach.json
+    [[ $mode == fused ]] && expectations=fixtures/expectations/pytorch-python-fused.json
     ./$build/lockstep run --engine "$python_driver --mode $mode" --count 0 --expectations "$expectations" \
       --report-dir $build/stage-named-$mode || ok=1
   done

@@ -19,6 +19,7 @@ for device in cpu cuda; do
     fi
     expectations="$root/fixtures/expectations/pytorch-python.json"
     [ "$mode" = foreach ] && expectations="$root/fixtures/expectations/pytorch-python-foreach.json"
+    [ "$mode" = fused ] && expectations="$root/fixtures/expectations/pytorch-python-fused.json"
     bash "$root/tools/adapters/check_adapter.sh" "$lockstep" "$work/$mode-$device" "$engine" "$expectations" "$count" \
       || fail=1
   done

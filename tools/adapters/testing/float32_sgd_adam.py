@@ -66,6 +66,14 @@ def main():
             hello = {"name": "float32-sgd-adam", "version": "1", "protocol": 1, "language": "python"}
             if declare:
                 hello["supports"] = SUPPORTS
+                # What zero_grad() does is the inner framework's: pass its declaration on (SEMANTICS 12.2), so the
+                # wrapper is held to its defaults on a LibTorch 2.x oracle as on 1.13.
+                inner.stdin.write(json.dumps(request) + "\n")
+                inner.stdin.flush()
+                inner_hello = json.loads(inner.stdout.readline()).get("hello", {})
+                for key in ("pytorch_version", "defaults"):
+                    if key in inner_hello:
+                        hello[key] = inner_hello[key]
             sys.stdout.write(json.dumps({"id": request.get("id", "lockstep-hello"), "hello": hello}) + "\n")
             sys.stdout.flush()
             continue
