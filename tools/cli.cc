@@ -152,6 +152,9 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
   generate->add_option("--seed", generate_args.seed, "Seed of the random corpus")->capture_default_str();
   generate->add_option("--max-random", generate_args.max_random, "At most this many random fixtures")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  generate->add_flag("--version-dependent-only", generate_args.version_dependent_only,
+                     "Write only the named cases whose checks depend on the PyTorch version, as this oracle's "
+                     "recordings (LibTorch 2.x: corpus/cases-torch2/ID-torch2.json; SEMANTICS 12.5)");
 
   MutantsArgs mutants_args;
   CLI::App* mutants = app.add_subcommand(

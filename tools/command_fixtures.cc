@@ -30,6 +30,7 @@
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
 #include "conformance/program/file_system.h"
+#include "conformance/program/pytorch_version.h"
 
 namespace lockstep::tools {
 
@@ -356,9 +357,17 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     std::cerr << "lockstep fixtures generate: " << e.what() << "\n";
     return kExitInputError;
   }
+  // A case whose checks depend on the version (SEMANTICS 12.5) is recorded once per generation: by 1.x as itself in
+  // corpus/cases with "when" <2.0, by 2.x as ID-torch2 in corpus/cases-torch2 with "when" >=2.0.
+  const std::string oracle_name = make_engine("oracle")->name();
+  const bool second_generation = parse_pytorch_version(oracle_name) && parse_pytorch_version(oracle_name)->first >= 2;
   for (const NamedCase& c : cases) {
+    const bool by_version =
+        std::any_of(c.checks.begin(), c.checks.end(), [](const CaseCheck& k) { return !k.when_pytorch.empty(); });
+    if (args.version_dependent_only && !by_version) continue;
     Fixture f;
-    f.id = c.id;
+    f.id = c.id + (by_version && second_generation ? "-torch2" : "");
+    if (by_version) f.when_pytorch = second_generation ? ">=2.0" : "<2.0";
     f.description = c.description + (c.claim.empty() ? "" : " Claim: " + c.claim);
     f.semantics = c.semantics;
     f.program = c.program;
@@ -367,103 +376,109 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     f.tags = merge_tags(feature_tags(c.program, &f.expected), c.tags);
     f.provenance = provenance("named_case");
     f.provenance.source = "conformance/cases/" + files::file_name(c.file);
-    all.push_back({"cases", std::move(f)});
+    all.push_back({by_version && second_generation ? "cases-torch2" : "cases", std::move(f)});
   }
 
-  // 2. Gradient-fed programs.
-  uint64_t config_seed = 1;
-  for (const GradFedConfig& c : grad_fed_configs()) {
-    // float32 for all; float64 too for a few (the arithmetic is the same, only the rounding differs).
-    static const std::set<std::string> with_f64 = {"sgd-momentum", "sgd-nesterov-weight-decay", "adam-lr",
-                                                   "adam-amsgrad", "adamw-weight-decay", "adam-grad-none-skip"};
-    for (DType dtype : {DType::Float32, DType::Float64}) {
-      if (dtype == DType::Float64 && !with_f64.count(c.name)) continue;
+  // 2.-4. Everything else, unless only the version-dependent named cases are wanted (a second generation's
+  // recordings, made on its own oracle: tools/torch2/stage.sh).
+  std::map<std::string, int> random_count;  // random fixtures per tag (4.)
+  int picked = 0;                           // random fixtures (4.)
+  if (!args.version_dependent_only) {
+    // 2. Gradient-fed programs.
+    uint64_t config_seed = 1;
+    for (const GradFedConfig& c : grad_fed_configs()) {
+      // float32 for all; float64 too for a few (the arithmetic is the same, only the rounding differs).
+      static const std::set<std::string> with_f64 = {"sgd-momentum", "sgd-nesterov-weight-decay", "adam-lr",
+                                                     "adam-amsgrad", "adamw-weight-decay", "adam-grad-none-skip"};
+      for (DType dtype : {DType::Float32, DType::Float64}) {
+        if (dtype == DType::Float64 && !with_f64.count(c.name)) continue;
+        Fixture f;
+        f.id = fmt::format("grad-{}-{}", c.name, dtype == DType::Float32 ? "f32" : "f64");
+        f.description = "Gradient-fed (no autograd needed): " + c.description +
+                        ". Each backward feeds its explicit gradient into one parameter's grad.";
+        f.program = grad_fed_program(c, dtype, config_seed);
+        f.program_json = program_to_json(f.program);
+        f.expected = run_on_oracle(f.program);
+        f.tags = feature_tags(f.program, &f.expected);
+        f.semantics = c.semantics;
+        f.semantics.insert(f.semantics.begin(), "SEM-3.1");
+        f.provenance = provenance("gradient_fed");
+        all.push_back({"gradient_fed", std::move(f)});
+      }
+      ++config_seed;
+    }
+
+    // 3. Op edge points: every op at each edge class of its inputs (conformance/generate/op_edges.h).
+    for (OpEdgeProgram& e : op_edge_programs()) {
       Fixture f;
-      f.id = fmt::format("grad-{}-{}", c.name, dtype == DType::Float32 ? "f32" : "f64");
-      f.description = "Gradient-fed (no autograd needed): " + c.description +
-                      ". Each backward feeds its explicit gradient into one parameter's grad.";
-      f.program = grad_fed_program(c, dtype, config_seed);
+      f.id = e.id;
+      f.description = e.description;
+      f.program = std::move(e.program);
       f.program_json = program_to_json(f.program);
       f.expected = run_on_oracle(f.program);
-      f.tags = feature_tags(f.program, &f.expected);
-      f.semantics = c.semantics;
-      f.semantics.insert(f.semantics.begin(), "SEM-3.1");
-      f.provenance = provenance("gradient_fed");
-      all.push_back({"gradient_fed", std::move(f)});
+      f.tags = merge_tags(feature_tags(f.program, &f.expected), {"op_edge", "edge:" + e.edge});
+      f.semantics = {"SEM-2.5", "SEM-2.8", "SEM-2.11"};
+      f.provenance = provenance("op_edge");
+      all.push_back({"ops", std::move(f)});
     }
-    ++config_seed;
-  }
 
-  // 3. Op edge points: every op at each edge class of its inputs (conformance/generate/op_edges.h).
-  for (OpEdgeProgram& e : op_edge_programs()) {
-    Fixture f;
-    f.id = e.id;
-    f.description = e.description;
-    f.program = std::move(e.program);
-    f.program_json = program_to_json(f.program);
-    f.expected = run_on_oracle(f.program);
-    f.tags = merge_tags(feature_tags(f.program, &f.expected), {"op_edge", "edge:" + e.edge});
-    f.semantics = {"SEM-2.5", "SEM-2.8", "SEM-2.11"};
-    f.provenance = provenance("op_edge");
-    all.push_back({"ops", std::move(f)});
-  }
+    // 4. Random programs, until every tag is covered `kTarget` times by random fixtures (or the budget ends).
+    constexpr int kTarget = 2;
 
-  // 4. Random programs, until every tag is covered `kTarget` times by random fixtures (or the budget ends).
-  constexpr int kTarget = 2;
-  std::map<std::string, int> random_count;
-  std::set<std::string> vocabulary;
-  for (const FeatureTagInfo& t : all_feature_tags()) vocabulary.insert(t.tag);
-  auto needed = [&](const std::vector<std::string>& tags) {
-    for (const std::string& t : tags)
-      if (vocabulary.count(t) && random_count[t] < kTarget) return true;
-    return false;
-  };
-  auto all_covered = [&] {
-    for (const std::string& t : vocabulary)
-      if (random_count[t] < kTarget) return false;
-    return true;
-  };
-  GenOptions plain;
-  plain.max_size = 30;
-  plain.max_actions = 12;
-  plain.max_params = 3;
-  plain.max_expr_depth = 3;
-  GenOptions special = plain;
-  special.special_values = true;
-  RandomPrograms plain_stream(args.seed, plain);
-  RandomPrograms special_stream(args.seed + 1, special);
-  int picked = 0;
-  std::set<std::string> ids;
-  for (uint64_t k = 0; k < args.max_candidates && picked < args.max_random && !all_covered(); ++k) {
-    const bool use_special = k % 8 == 7;
-    const uint64_t index = use_special ? k / 8 : k - k / 8;
-    Program p = (use_special ? special_stream : plain_stream).at(index).value();
-    ProgramSize size = program_size(p);
-    if (size.elements > 40 || size.actions > 14) continue;
-    std::vector<std::string> guess = feature_tags(p, nullptr);
-    guess.push_back("errors");
-    guess.push_back("grad_none_skip");
-    if (!needed(guess)) continue;
-    Trace trace = run_on_oracle(p);
-    std::vector<std::string> tags = feature_tags(p, &trace);
-    if (!needed(tags)) continue;
-    Fixture f;
-    f.program = p;
-    f.program_json = program_to_json(p);
-    f.id = content_id("rnd", f.program_json);
-    if (!ids.insert(f.id).second) continue;
-    f.expected = std::move(trace);
-    f.tags = tags;
-    f.semantics = semantics_for(tags);
-    f.description = fmt::format("Random program {} of seed {}{} ({}).", index, use_special ? args.seed + 1 : args.seed,
-                                use_special ? " with NaN/Inf values" : "", describe(size));
-    f.provenance = provenance("random");
-    f.provenance.seed = use_special ? args.seed + 1 : args.seed;
-    f.provenance.index = index;
-    f.provenance.special_values = use_special;
-    for (const std::string& t : tags) ++random_count[t];
-    all.push_back({"random", std::move(f)});
-    ++picked;
+    std::set<std::string> vocabulary;
+    for (const FeatureTagInfo& t : all_feature_tags()) vocabulary.insert(t.tag);
+    auto needed = [&](const std::vector<std::string>& tags) {
+      for (const std::string& t : tags)
+        if (vocabulary.count(t) && random_count[t] < kTarget) return true;
+      return false;
+    };
+    auto all_covered = [&] {
+      for (const std::string& t : vocabulary)
+        if (random_count[t] < kTarget) return false;
+      return true;
+    };
+    GenOptions plain;
+    plain.max_size = 30;
+    plain.max_actions = 12;
+    plain.max_params = 3;
+    plain.max_expr_depth = 3;
+    GenOptions special = plain;
+    special.special_values = true;
+    RandomPrograms plain_stream(args.seed, plain);
+    RandomPrograms special_stream(args.seed + 1, special);
+
+    std::set<std::string> ids;
+    for (uint64_t k = 0; k < args.max_candidates && picked < args.max_random && !all_covered(); ++k) {
+      const bool use_special = k % 8 == 7;
+      const uint64_t index = use_special ? k / 8 : k - k / 8;
+      Program p = (use_special ? special_stream : plain_stream).at(index).value();
+      ProgramSize size = program_size(p);
+      if (size.elements > 40 || size.actions > 14) continue;
+      std::vector<std::string> guess = feature_tags(p, nullptr);
+      guess.push_back("errors");
+      guess.push_back("grad_none_skip");
+      if (!needed(guess)) continue;
+      Trace trace = run_on_oracle(p);
+      std::vector<std::string> tags = feature_tags(p, &trace);
+      if (!needed(tags)) continue;
+      Fixture f;
+      f.program = p;
+      f.program_json = program_to_json(p);
+      f.id = content_id("rnd", f.program_json);
+      if (!ids.insert(f.id).second) continue;
+      f.expected = std::move(trace);
+      f.tags = tags;
+      f.semantics = semantics_for(tags);
+      f.description = fmt::format("Random program {} of seed {}{} ({}).", index, use_special ? args.seed + 1 : args.seed,
+                                  use_special ? " with NaN/Inf values" : "", describe(size));
+      f.provenance = provenance("random");
+      f.provenance.seed = use_special ? args.seed + 1 : args.seed;
+      f.provenance.index = index;
+      f.provenance.special_values = use_special;
+      for (const std::string& t : tags) ++random_count[t];
+      all.push_back({"random", std::move(f)});
+      ++picked;
+    }
   }
 
   // Write, and remove what is no longer generated.
@@ -481,7 +496,10 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
       if (!in || old.str() != text) write_file_atomically(file, text);
       written.insert(files::canonical(file));
     }
-    for (const char* folder : {"cases", "gradient_fed", "ops", "random"}) {
+    std::vector<std::string> folders = {"cases", "gradient_fed", "ops", "random"};
+    if (args.version_dependent_only) folders = {};
+    if (second_generation) folders.push_back("cases-torch2");
+    for (const std::string& folder : folders) {
       const std::string dir = out + "/corpus/" + folder;
       if (!files::is_directory(dir)) continue;
       for (const std::string& file : files::list_files(dir, {".json"}))
@@ -495,6 +513,10 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     return kExitInputError;
   }
 
+  if (args.version_dependent_only) {
+    fmt::print("wrote {} version-dependent fixture(s) recorded by {}\n", all.size(), oracle_name);
+    return kExitOk;
+  }
   update_schema(out + "/schema/fixture.schema.json");
   const std::string table = coverage_table(all);
   const std::string readme = out + "/README.md";

@@ -243,17 +243,27 @@ int command_replay(const ReplayArgs& args) {
     engine_name = make_engine(args.engine)->name();
     caps.name = engine_name;
   }
-  // impl replays fixtures as the version that recorded them (ImplVersion, SEM-12): the oracle of a replay.
+  // impl replays each fixture as the version that recorded it (ImplVersion, SEM-12.6): the oracle of a replay.
   const std::string recorder = fixtures.empty() ? "" : fixtures.front().expected.engine;
-  auto make_replay_engine = [&]() -> std::unique_ptr<Engine> {
-    if (args.engine == "impl") return make_impl_engine_following(impl_version_of(recorder));
+  auto make_replay_engine = [&](const std::string& recorded_by) -> std::unique_ptr<Engine> {
+    if (args.engine == "impl") return make_impl_engine_following(impl_version_of(recorded_by));
     return make_engine(args.engine);
   };
+  // The version whose recordings apply where versions differ (Fixture::when_pytorch): a driver's declared version,
+  // else the corpus' own; the oracle's; impl follows every recording's.
+  const std::string replay_version = args.engine == "oracle" ? make_engine("oracle")->name()
+                                     : !caps.pytorch_version.empty() ? caps.pytorch_version
+                                                                     : recorder;
   // The recording oracle's zero_grad() default (SEM-12.1), from its version; when the implementation's differs,
   // the programs it gets spell zero_grad() out as the recording oracle's.
   const auto recorded = parse_pytorch_version(fixtures.empty() ? "" : fixtures.front().expected.engine);
   const bool recorder_none = recorded && recorded->first >= 2;
-  const bool mine = builtin ? make_replay_engine()->zero_grad_sets_to_none_by_default()
+  // A fixture's own recorder decides for it (a corpus may hold recordings of both generations, Fixture::when_pytorch).
+  auto recorded_none = [](const Fixture& f) {
+    const auto v = parse_pytorch_version(f.expected.engine);
+    return v && v->first >= 2;
+  };
+  const bool mine = builtin ? make_replay_engine(recorder)->zero_grad_sets_to_none_by_default()
                             : resolved_zero_grad_default_none(caps, recorder_none);
   // Entries for other PyTorch versions ("when", expectations.h): the driver's declared version, else the fixtures'.
   config.expectations.keep_for_version(
@@ -281,18 +291,23 @@ int command_replay(const ReplayArgs& args) {
     Fixture sent;  // zero_grad() spelled out when the defaults differ (zero_grad_default.h)
   };
   std::vector<Planned> planned;
-  size_t matched = 0;
+  size_t matched = 0, other_versions = 0;
   for (const Fixture& original : fixtures) {
     if (!selected(original)) continue;
     ++matched;
+    if (args.engine != "impl" && !fixture_applies(original, replay_version)) {
+      ++other_versions;
+      if (args.verbose) fmt::print("  left out {}: recorded for PyTorch {}\n", original.id, original.when_pytorch);
+      continue;
+    }
     std::string why;
     if (!in_scope(scope, original.id, original.program, program_features(original.program), &why)) {
       if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
       continue;
     }
     Fixture f = original;
-    if (mine != recorder_none && uses_zero_grad_default(f.program)) {
-      f.program = spell_out_zero_grad(f.program, recorder_none);
+    if (mine != recorded_none(original) && uses_zero_grad_default(f.program)) {
+      f.program = spell_out_zero_grad(f.program, recorded_none(original));
       f.program_json = program_to_json(f.program);
     }
     planned.push_back({&original, std::move(f)});
@@ -311,8 +326,9 @@ int command_replay(const ReplayArgs& args) {
   // driver; the expectations' use counts come back with the results).
   auto replay_one = [&](const Planned& p, ExternalDriver* on) {
     auto engine = [&] {
-      std::unique_ptr<Engine> e = make_replay_engine();
-      return mine != recorder_none ? with_zero_grad_default(std::move(e), recorder_none) : std::move(e);
+      std::unique_ptr<Engine> e = make_replay_engine(p.original->expected.engine);
+      const bool none = recorded_none(*p.original);
+      return mine != none ? with_zero_grad_default(std::move(e), none) : std::move(e);
     };
     ReplayCaseResult r = on ? replay_on_driver(p.sent, *on, config) : replay_in_process(p.sent, engine, config);
     r.areas = feature_areas(p.original->program);
@@ -385,7 +401,7 @@ int command_replay(const ReplayArgs& args) {
     counted.optional_fields = r.optional_fields;
     // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
     count_case(scope, f.program, program_features(f.program), counted);
-    if (uses_zero_grad_default(original.program) && mine != recorder_none)
+    if (uses_zero_grad_default(original.program) && mine != recorded_none(original))
       for (AppliedRule& rule : scope.coverage.rules)
         if (rule.id == kZeroGradDefaultRule) ++rule.uses;
     print_result(r, args.verbose);
@@ -402,6 +418,9 @@ int command_replay(const ReplayArgs& args) {
   finish_coverage(scope, report, config.expectations);
   fmt::print("{} fixture{} left out by the scope, {} tested\n", scope.coverage.out_of_scope,
              scope.coverage.out_of_scope == 1 ? "" : "s", scope.coverage.tested);
+  if (other_versions > 0)
+    fmt::print("{} fixture{} recorded for another PyTorch version than {} (SEMANTICS 12.5) not given\n", other_versions,
+               other_versions == 1 ? " was" : "s were", replay_version);
   try {
     write_reports(args.report_dir, report, "replay-report");
   } catch (const std::exception& e) {

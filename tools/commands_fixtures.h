@@ -34,6 +34,7 @@ struct FixturesGenerateArgs {
   uint64_t seed = 20240501;              // the random corpus's seed
   int max_random = 120;                  // at most this many random fixtures
   uint64_t max_candidates = 20000;       // random programs looked at before giving up on a tag
+  bool version_dependent_only = false;   // only the named cases whose checks depend on the version (SEM-12.5)
 };
 int command_fixtures_generate(const FixturesGenerateArgs& args);
 

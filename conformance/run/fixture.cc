@@ -17,6 +17,7 @@
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
+#include "conformance/program/pytorch_version.h"
 #include "conformance/program/trace_json.h"
 
 namespace lockstep {
@@ -238,12 +239,17 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
 // ---------------------------------------------------------------------------------------------------------
 // JSON.
 
+bool fixture_applies(const Fixture& f, const std::string& pytorch_version) {
+  return f.when_pytorch.empty() || version_condition_holds(f.when_pytorch, pytorch_version);
+}
+
 json fixture_to_json(const Fixture& f) {
   json j;
   j["id"] = f.id;
   j["description"] = f.description;
   j["semantics"] = f.semantics;
   j["tags"] = f.tags;
+  if (!f.when_pytorch.empty()) j["when"] = json{{"pytorch", f.when_pytorch}};
   j["program"] = f.program_json.is_null() ? program_to_json(f.program) : f.program_json;
   j["expected"] = trace_to_json(f.expected);
   json p;
@@ -308,6 +314,16 @@ Fixture fixture_from_json(const json& doc, const std::string& file) {
     f.description = r.string("description");
     f.semantics = string_list(r.required("semantics"), "/semantics", valid_semantics, "SEMANTICS section (SEM-3.4)");
     f.tags = string_list(r.required("tags"), "/tags", valid_tag, "tag (a-z 0-9 _ :)");
+    if (const json* when = r.optional("when")) {
+      JsonObjectReader w(*when, "/when", "the fixture's version condition");
+      f.when_pytorch = w.string("pytorch");
+      try {
+        version_condition_holds(f.when_pytorch, "1.0");  // readable?
+      } catch (const std::invalid_argument& e) {
+        throw JsonError("/when/pytorch", e.what());
+      }
+      w.finish(/*allow_comment=*/false);
+    }
     f.program_json = r.required("program");
     try {
       f.program = program_from_json(f.program_json);

@@ -60,7 +60,14 @@ struct Fixture {
   nlohmann::ordered_json program_json;   // as written in the file (sent to drivers as is)
   Trace expected;
   FixtureProvenance provenance;
+  // "when": {"pytorch": "<2.0"}: the recording holds only for such versions, where versions differ (a named case
+  // with version-conditioned checks, SEMANTICS 12.5): the corpus then holds one recording per generation, and a
+  // replay gives an implementation the one of its version (fixture_applies()). Empty: every version.
+  std::string when_pytorch;
 };
+
+// Whether the fixture's recording holds for an implementation of `pytorch_version` ("2.6.0", "libtorch-1.13.0").
+bool fixture_applies(const Fixture& f, const std::string& pytorch_version);
 
 // --- Feature tags -----------------------------------------------------------------------------------------
 

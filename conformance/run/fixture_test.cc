@@ -221,6 +221,37 @@ TEST(Corpus, LoadsWithUniqueIdsTagsThatFitAndEveryTagCovered) {
   EXPECT_GE(gradient_fed, 10u);
 }
 
+// SEMANTICS 12.5: a recording that holds only for some versions says so; it reads back, and applies to those alone.
+TEST(Fixture, VersionConditionRoundTripsAndSelects) {
+  Fixture f = fixture_of(sgd_program(), "by-version");
+  EXPECT_TRUE(fixture_applies(f, "1.13.0")) << "no condition: every version";
+  f.when_pytorch = ">=2.0";
+  const json j = fixture_to_json(f);
+  ASSERT_TRUE(j.contains("when"));
+  EXPECT_EQ(j["when"]["pytorch"], ">=2.0");
+  const Fixture back = fixture_from_json(json::parse(format_fixture_json(j)), "by-version.json");
+  EXPECT_EQ(back.when_pytorch, ">=2.0");
+  EXPECT_TRUE(fixture_applies(back, "libtorch-2.6.0"));
+  EXPECT_TRUE(fixture_applies(back, "2.11.0+cu128"));
+  EXPECT_FALSE(fixture_applies(back, "libtorch-1.13.0"));
+  EXPECT_FALSE(fixture_applies(back, "")) << "an unknown version gets no conditioned recording";
+}
+
+// Where versions differ the corpus holds a recording of each generation, and each says which (SEMANTICS 12.5).
+TEST(Corpus, VersionDependentCasesAreRecordedPerGeneration) {
+  std::set<std::string> below, at_least;
+  for (const Fixture& f : load_fixtures(default_fixtures_dir())) {
+    if (f.when_pytorch == "<2.0") below.insert(f.id);
+    if (f.when_pytorch == ">=2.0") at_least.insert(f.id);
+    if (!f.when_pytorch.empty())
+      EXPECT_TRUE(fixture_applies(f, f.expected.engine)) << f.id << " does not hold for its own recorder";
+  }
+  EXPECT_TRUE(below.count("sem12-embedding-saves-its-weight-by-version"));
+  EXPECT_TRUE(at_least.count("sem12-embedding-saves-its-weight-by-version-torch2"));
+  for (const std::string& id : at_least)
+    EXPECT_TRUE(below.count(id.substr(0, id.size() - std::string("-torch2").size()))) << id << " has no 1.x recording";
+}
+
 TEST(Corpus, BrokenFixturesAreRejectedWithFileAndPointer) {
   const std::string dir = std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/testdata/invalid";
   int n = 0;

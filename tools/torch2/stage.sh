@@ -14,6 +14,7 @@
 #   2. lockstep run at its defaults (named cases and 10,000 random programs, default --jobs): impl against LibTorch 2.6.
 #   3. lockstep replay --engine oracle: the golden corpus (recorded by 1.13) on LibTorch 2.6.
 #   4. The named cases alone, on the oracle and on the PyTorch adapter (python3-torch 2.6) in each mode it has.
+#   5. The corpus' 2.x recordings (fixtures/corpus/cases-torch2) regenerate byte-identical on this oracle.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=build-torch2
@@ -59,6 +60,15 @@ named_cases() {
   return $ok
 }
 step "named cases (oracle, PyTorch adapter)" named_cases
+# The corpus' 2.x recordings (fixtures/corpus/cases-torch2, SEMANTICS 12.5) are what this oracle records now.
+torch2_recordings() {
+  local out=$build/stage-recordings
+  rm -rf "$out"; mkdir -p "$out"
+  ./$build/lockstep fixtures generate --version-dependent-only --out "$out" &&
+    diff -r fixtures/corpus/cases-torch2 "$out/corpus/cases-torch2" &&
+    echo "the 2.x recordings regenerate byte-identical"
+}
+step "2.x recordings regenerate identical" torch2_recordings
 
 echo "== torch2: stage took $((SECONDS - t_stage)) s"
 if ((${#failed[@]})); then
