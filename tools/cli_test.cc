@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -147,16 +146,18 @@ TEST(Cli, SameSeedSameReportBytes) {
 // failure per fixture (fixtures/PROTOCOL.md section 2a).
 TEST(Cli, DriverThatCannotStartStopsTheRunOnce) {
   std::string dir = temp_dir("startup");
-  const auto t0 = std::chrono::steady_clock::now();
   Result r = run("replay --fixtures " + source("fixtures/corpus") +
                  " --engine 'sh -c \"echo boom >&2; exit 3\"' --report-dir " + dir);
-  const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("boom"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failed to start"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exit 3"), std::string::npos) << r.out;  // names the command
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;     // no per-case failures
-  EXPECT_LT(took, std::chrono::seconds(10));
+  // Once: the driver was started once, not again per fixture (counted, not timed: a loaded machine may be slow).
+  size_t said = 0;
+  for (size_t at = r.out.find("failed to start"); at != std::string::npos; at = r.out.find("failed to start", at + 1))
+    ++said;
+  EXPECT_EQ(said, 1u) << r.out;
   EXPECT_TRUE(files::is_empty_directory(dir)) << "a report was written";
 
   Result live = run("run --engine 'sh -c \"echo boom >&2; exit 3\"' --count 20 --report-dir " + dir);

@@ -315,7 +315,9 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
   while (true) {
     // An answer already buffered (the driver may have written ahead).
     // Only the bytes not searched yet: a long line arriving in chunks costs linear time, not quadratic.
-    size_t nl = stdout_buffer_.find('\n', stdout_scanned_);
+    const size_t from = std::min(stdout_scanned_, stdout_buffer_.size());
+    size_t nl = stdout_buffer_.find('\n', from);
+    bytes_searched_ += (nl == std::string::npos ? stdout_buffer_.size() : nl + 1) - from;
     if (nl != std::string::npos) {
       x.line = stdout_buffer_.substr(0, nl);
       stdout_buffer_.erase(0, nl + 1);

@@ -121,6 +121,9 @@ class ExternalDriver {
   const std::string& command() const { return command_; }
   const DriverOptions& options() const { return options_; }
   int starts() const { return starts_; }     // how many processes were started so far
+  // Bytes of the driver's stdout searched for an answer's newline so far: each byte once, however the answer arrives
+  // (a test of linear reading that holds on a loaded machine, where a time limit would not).
+  uint64_t bytes_searched() const { return bytes_searched_; }
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
 
@@ -174,6 +177,7 @@ class ExternalDriver {
   int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
   std::string stdout_buffer_;  // bytes read past the last answer line
   size_t stdout_scanned_ = 0;  // its first bytes known to hold no newline
+  uint64_t bytes_searched_ = 0;  // bytes of stdout searched for a newline, over the driver's life
   int starts_ = 0;
   int answered_ = 0;  // answers from the current process
   size_t written_ = 0;  // bytes written to the current process's stdin
