@@ -151,15 +151,8 @@ WorkerDir::WorkerDir(const std::string& prefix) {
     path_ = worker_role().dir;
     return;
   }
-  std::string pattern = files::join(files::temp_directory(), prefix + ".XXXXXX");
-  if (!mkdtemp(pattern.data()))
-    throw std::runtime_error("cannot create a temporary directory for --jobs: " + std::string(std::strerror(errno)));
-  path_ = pattern;
-  owned_ = true;
-}
-
-WorkerDir::~WorkerDir() {
-  if (owned_) files::remove_all(path_);
+  owned_ = std::make_unique<files::TempDir>(prefix);
+  path_ = owned_->path();
 }
 
 std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,

@@ -17,23 +17,24 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "conformance/program/file_system.h"
 
 namespace lockstep::tools {
 
 // A fresh temporary directory ($TMPDIR or /tmp), removed with everything in it when this goes out of scope.
+// In a worker, its parent's directory, left alone.
 class WorkerDir {
  public:
   explicit WorkerDir(const std::string& prefix);  // throws std::runtime_error when it cannot be made
-  ~WorkerDir();
-  WorkerDir(const WorkerDir&) = delete;
-  WorkerDir& operator=(const WorkerDir&) = delete;
   const std::string& path() const { return path_; }
 
  private:
+  std::unique_ptr<files::TempDir> owned_;  // null in a worker
   std::string path_;
-  bool owned_ = false;  // false in a worker: the directory is its parent's
 };
 
 struct WorkerEnd {
