@@ -276,6 +276,8 @@ int command_replay(const ReplayArgs& args) {
     std::cerr << "lockstep replay: " << e.what() << "\n";
     return kExitInputError;
   }
+  // impl follows each recording's version; anything else is held to the corpus' recorder.
+  if (args.engine != "impl") apply_version_rules(scope, replay_version, recorder);
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep replay: warning: " << w << "\n";
   const std::vector<std::string> only = split_list(args.only), tags = split_list(args.tags),
                                  exclude_tags = split_list(args.exclude_tags);

@@ -246,6 +246,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
+  apply_version_rules(scope, subject->pytorch_version(), make_oracle()->name());
   if (!args.special_values && args.special_values_every == 0) scope.not_generated.insert("special_values");
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep run: warning: " << w << "\n";
 

@@ -9,6 +9,7 @@
 #include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
+#include "conformance/program/pytorch_version.h"
 #include "conformance/report/report.h"
 #include "conformance/run/api_profile.h"
 #include "conformance/run/zero_grad_default.h"
@@ -84,6 +85,19 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   if (!zero_grad_rule.empty()) s.coverage.rules.push_back({kZeroGradDefaultRule, "default", zero_grad_rule, 0});
   for (const FeatureExclusion& x : s.scope->exclusions()) s.coverage.left_out.emplace_back(x.when, x.reason);
   return s;
+}
+
+void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {
+  const auto mine = parse_pytorch_version(implementation_version), theirs = parse_pytorch_version(oracle_version);
+  if (!mine || !theirs || (mine->first >= 2) == (theirs->first >= 2)) return;
+  const std::string reason = fmt::format(
+      "SEM-2.8, SEM-12.5: the implementation follows PyTorch {}, the oracle is {}: LibTorch 1.x's embedding saves its "
+      "weight and 2.x's does not, so a backward through a retained embedding graph after a step of the weight fails "
+      "on one and runs on the other; such programs are left out",
+      implementation_version, oracle_version);
+  s.scope->exclude({"op:embedding", "backward_after_step"}, reason, "version");
+  s.coverage.rules.push_back({"embedding-saved-weight-by-version", "avoid", reason, 0});
+  s.coverage.left_out.emplace_back(std::vector<std::string>{"op:embedding", "backward_after_step"}, reason);
 }
 
 bool in_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,

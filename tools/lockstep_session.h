@@ -58,6 +58,12 @@ struct RunScope {
 // `zero_grad_rule`: TestedImplementation::zero_grad_rule() (empty: both follow the same default).
 RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations);
+// Where the implementation follows another generation of PyTorch than the oracle it is compared with (1.x against
+// 2.x, either way) and the two differ in more than a default (SEMANTICS 12.5): the programs in which they differ
+// are left out with the rule's reason (rule `embedding-saved-weight-by-version`, listed in the report). Today one
+// situation: a backward through a retained embedding graph after a step (op:embedding with backward_after_step).
+// Nothing when either version cannot be read or both are of one generation.
+void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version);
 // Whether case `id`, whose program has `features` (program_features()), is in scope; when not, records it as
 // left out and gives the reason.
 bool in_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,

@@ -19,8 +19,8 @@
 // --hello JSON merges a JSON object into the hello answer (e.g. '{"supports": {"dtypes": ["float32"]}}':
 // declared, not enforced); --zero-grad-default none|zero makes zero_grad() with no argument set grads to none
 // (PyTorch >= 2.0) or zero them (1.x), and declares it with a matching "pytorch_version" ("2.0" / "1.13") unless
-// --hello gives one (SEMANTICS §12.1); without it the driver follows the LibTorch lockstep was built with
-// (SEMANTICS §12.6), zero_grad()'s default included. The hello always declares the default
+// --hello gives one (SEMANTICS §12.1), and follows that version in everything it models (SEMANTICS §12.6); without
+// it the driver follows the LibTorch lockstep was built with, zero_grad()'s default included. The hello always declares the default
 // ("defaults": {"zero_grad": ...}), so the driver is held to what it does against a LibTorch 2.x oracle too,
 // and every optional trace field it reports ("observes", conformance/program/optional_fields.h).
 #include <cstring>
@@ -150,7 +150,9 @@ int main(int argc, char** argv) {
     } else {
       std::unique_ptr<Engine> engine =
           !variant.empty() ? make_variant_engine(variant)
-          : mutant.empty() ? make_impl_engine(default_none) : make_mutant_engine(mutant, default_none);
+          : !mutant.empty()  ? make_mutant_engine(mutant, default_none)
+          : declare_default  ? make_impl_engine_following(default_none ? ImplVersion{2, 0} : ImplVersion{1, 13})
+                             : make_impl_engine(default_none);
       // A variant is impl following the LibTorch lockstep was built with (ImplVersion); its zero_grad() is the
       // default this driver declares.
       if (!variant.empty() && engine->zero_grad_sets_to_none_by_default() != default_none)
