@@ -14,7 +14,7 @@ pattern='St10filesystem|St12experimental10filesystem'
 loads_torch() { readelf -d "$1" 2>/dev/null | grep -E 'NEEDED.*\[(libtorch|libc10)[^]]*\]' > /dev/null; }
 # The filesystem symbols of a binary, static and dynamic, demangled.
 fs_symbols() { { nm "$1" 2>/dev/null; nm -D "$1" 2>/dev/null; } | { grep -E "$pattern" || true; } |
-               awk '{print $NF}' | sort -u | c++filt | head -5; }
+               awk '{print $NF}' | sort -u | c++filt | awk 'NR <= 5'; }
 
 checked=0 bad=0
 while IFS= read -r -d '' f; do

@@ -18,11 +18,14 @@
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
+#include "tools/workers.h"
 
 namespace lockstep {
 
 int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistration>& engines, const char* data) {
   using namespace lockstep::tools;
+  // A --jobs worker knows it is one before anything starts a thread or a child (workers.h).
+  claim_worker_role();
   if (data) set_data_dir(data);
   try {
     register_engines(engines);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/program/file_system.h"
+#include "conformance/program/data_dir.h"
 
 namespace {
 
@@ -36,7 +37,7 @@ Result run(const std::string& args) {
   return r;
 }
 
-std::string source(const std::string& rel) { return std::string(LOCKSTEP_SOURCE_DIR) + "/" + rel; }
+std::string source(const std::string& rel) { return lockstep::source_dir() + "/" + rel; }
 
 std::string read_file(const std::string& p) {
   std::ifstream in(p, std::ios::binary);

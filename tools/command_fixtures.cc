@@ -9,6 +9,8 @@
 // Files no longer generated are removed from those folders. The coverage table between the markers
 // <!-- coverage:begin --> and <!-- coverage:end --> of OUT/README.md is rewritten.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -361,6 +363,14 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
   // corpus/cases with "when" <2.0, by 2.x as ID-torch2 in corpus/cases-torch2 with "when" >=2.0.
   const std::string oracle_name = make_engine("oracle")->name();
   const bool second_generation = parse_pytorch_version(oracle_name) && parse_pytorch_version(oracle_name)->first >= 2;
+  // The shipped corpus is 1.13's recording plus the 2.x recordings of what differs (SEMANTICS 12.5): a whole
+  // regeneration by a 2.x oracle would replace the first with the second.
+  if (second_generation && !args.version_dependent_only && args.out_dir.empty()) {
+    std::cerr << "lockstep fixtures generate: the oracle is " << oracle_name << ": the shipped corpus is LibTorch "
+              << "1.13's recording; on 2.x regenerate only the version-dependent cases (--version-dependent-only), "
+              << "or give --out DIR for a whole corpus of this version\n";
+    return kExitInputError;
+  }
   for (const NamedCase& c : cases) {
     const bool by_version =
         std::any_of(c.checks.begin(), c.checks.end(), [](const CaseCheck& k) { return !k.when_pytorch.empty(); });
@@ -505,7 +515,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
       for (const std::string& file : files::list_files(dir, {".json"}))
         if (!written.count(files::canonical(file))) {
           fmt::print("removing {} (no longer generated)\n", file);
-          files::remove_file(file);
+          if (!files::remove_file(file)) throw std::runtime_error("cannot remove " + file + ": " + std::strerror(errno));
         }
     }
   } catch (const std::exception& e) {

@@ -244,30 +244,37 @@ int command_replay(const ReplayArgs& args) {
     caps.name = engine_name;
   }
   // impl replays each fixture as the version that recorded it (ImplVersion, SEM-12.6): the oracle of a replay.
-  const std::string recorder = fixtures.empty() ? "" : fixtures.front().expected.engine;
+  const bool follows_each_recorder = args.engine == "impl";
   auto make_replay_engine = [&](const std::string& recorded_by) -> std::unique_ptr<Engine> {
-    if (args.engine == "impl") return make_impl_engine_following(impl_version_of(recorded_by));
+    if (follows_each_recorder) return make_impl_engine_following(impl_version_of(recorded_by));
     return make_engine(args.engine);
   };
-  // The version whose recordings apply where versions differ (Fixture::when_pytorch): a driver's declared version,
-  // else the corpus' own; the oracle's; impl follows every recording's.
+  // The corpus' recorder: that of its fixtures for every version (those with "when" are another generation's extra
+  // recordings, Fixture::when_pytorch).
+  std::string recorder = fixtures.empty() ? "" : fixtures.front().expected.engine;
+  for (const Fixture& f : fixtures)
+    if (f.when_pytorch.empty()) {
+      recorder = f.expected.engine;
+      break;
+    }
+  // The version whose recordings apply where versions differ, and whose expectations entries apply: a driver's
+  // declared version, else the corpus' recorder; the oracle's own; impl follows every recording's.
   const std::string replay_version = args.engine == "oracle" ? make_engine("oracle")->name()
                                      : !caps.pytorch_version.empty() ? caps.pytorch_version
                                                                      : recorder;
   // The recording oracle's zero_grad() default (SEM-12.1), from its version; when the implementation's differs,
-  // the programs it gets spell zero_grad() out as the recording oracle's.
-  const auto recorded = parse_pytorch_version(fixtures.empty() ? "" : fixtures.front().expected.engine);
+  // the programs it gets spell zero_grad() out as the recording oracle's. A fixture's own recorder decides for it.
+  const auto recorded = parse_pytorch_version(recorder);
   const bool recorder_none = recorded && recorded->first >= 2;
-  // A fixture's own recorder decides for it (a corpus may hold recordings of both generations, Fixture::when_pytorch).
   auto recorded_none = [](const Fixture& f) {
     const auto v = parse_pytorch_version(f.expected.engine);
     return v && v->first >= 2;
   };
   const bool mine = builtin ? make_replay_engine(recorder)->zero_grad_sets_to_none_by_default()
                             : resolved_zero_grad_default_none(caps, recorder_none);
-  // Entries for other PyTorch versions ("when", expectations.h): the driver's declared version, else the fixtures'.
-  config.expectations.keep_for_version(
-      !caps.pytorch_version.empty() ? caps.pytorch_version : (fixtures.empty() ? "" : fixtures.front().expected.engine));
+  // impl following each recorder has that recorder's default: nothing to spell out.
+  auto differs_from = [&](const Fixture& f) { return !follows_each_recorder && mine != recorded_none(f); };
+  config.expectations.keep_for_version(replay_version);  // entries for other versions ("when", expectations.h)
   RunScope scope;
   try {
     scope = make_run_scope(caps, mine == recorder_none ? "" : zero_grad_default_replay_rule_text(mine, recorder_none),
@@ -276,8 +283,6 @@ int command_replay(const ReplayArgs& args) {
     std::cerr << "lockstep replay: " << e.what() << "\n";
     return kExitInputError;
   }
-  // impl follows each recording's version; anything else is held to the corpus' recorder.
-  if (args.engine != "impl") apply_version_rules(scope, replay_version, recorder);
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep replay: warning: " << w << "\n";
   const std::vector<std::string> only = split_list(args.only), tags = split_list(args.tags),
                                  exclude_tags = split_list(args.exclude_tags);
@@ -297,18 +302,22 @@ int command_replay(const ReplayArgs& args) {
   for (const Fixture& original : fixtures) {
     if (!selected(original)) continue;
     ++matched;
-    if (args.engine != "impl" && !fixture_applies(original, replay_version)) {
+    if (!follows_each_recorder && !fixture_applies(original, replay_version)) {
       ++other_versions;
       if (args.verbose) fmt::print("  left out {}: recorded for PyTorch {}\n", original.id, original.when_pytorch);
       continue;
     }
     std::string why;
-    if (!in_scope(scope, original.id, original.program, program_features(original.program), &why)) {
+    const std::set<std::string> features = program_features(original.program);
+    if (!in_scope(scope, original.id, original.program, features, &why) ||
+        (!follows_each_recorder &&
+         !in_version_scope(scope, original.id, original.program, features, replay_version, original.expected.engine,
+                           &why))) {
       if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
       continue;
     }
     Fixture f = original;
-    if (mine != recorded_none(original) && uses_zero_grad_default(f.program)) {
+    if (differs_from(original) && uses_zero_grad_default(f.program)) {
       f.program = spell_out_zero_grad(f.program, recorded_none(original));
       f.program_json = program_to_json(f.program);
     }
@@ -329,8 +338,7 @@ int command_replay(const ReplayArgs& args) {
   auto replay_one = [&](const Planned& p, ExternalDriver* on) {
     auto engine = [&] {
       std::unique_ptr<Engine> e = make_replay_engine(p.original->expected.engine);
-      const bool none = recorded_none(*p.original);
-      return mine != none ? with_zero_grad_default(std::move(e), none) : std::move(e);
+      return differs_from(*p.original) ? with_zero_grad_default(std::move(e), recorded_none(*p.original)) : std::move(e);
     };
     ReplayCaseResult r = on ? replay_on_driver(p.sent, *on, config) : replay_in_process(p.sent, engine, config);
     r.areas = feature_areas(p.original->program);
@@ -403,12 +411,12 @@ int command_replay(const ReplayArgs& args) {
     counted.optional_fields = r.optional_fields;
     // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
     count_case(scope, f.program, program_features(f.program), counted);
-    if (uses_zero_grad_default(original.program) && mine != recorded_none(original))
+    if (uses_zero_grad_default(original.program) && differs_from(original))
       for (AppliedRule& rule : scope.coverage.rules)
         if (rule.id == kZeroGradDefaultRule) ++rule.uses;
     print_result(r, args.verbose);
   }
-  std::string oracle = fixtures.front().expected.engine;
+  std::string oracle = recorder;
   std::string prefix = fmt::format("lockstep replay --fixtures {} --engine {}",
                                    shell_quote(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir),
                                    shell_quote(args.engine));

@@ -87,17 +87,49 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   return s;
 }
 
-void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {
+namespace {
+
+constexpr const char* kEmbeddingVersionRule = "embedding-saved-weight-by-version";
+
+// The rule's reason when the two versions are of different generations; "" when not (or one cannot be read). It
+// names the rule as profile rules do (" rule ID: "), which is how finish_coverage() counts what it left out.
+std::string version_rule_reason(const std::string& implementation_version, const std::string& oracle_version) {
   const auto mine = parse_pytorch_version(implementation_version), theirs = parse_pytorch_version(oracle_version);
-  if (!mine || !theirs || (mine->first >= 2) == (theirs->first >= 2)) return;
-  const std::string reason = fmt::format(
-      "SEM-2.8, SEM-12.5: the implementation follows PyTorch {}, the oracle is {}: LibTorch 1.x's embedding saves its "
-      "weight and 2.x's does not, so a backward through a retained embedding graph after a step of the weight fails "
-      "on one and runs on the other; such programs are left out",
-      implementation_version, oracle_version);
+  if (!mine || !theirs || (mine->first >= 2) == (theirs->first >= 2)) return "";
+  return fmt::format(
+      "SEM-2.8, SEM-12.5 rule {}: the implementation follows PyTorch {}, the recording oracle is {}: LibTorch 1.x's "
+      "embedding saves its weight and 2.x's does not, so a backward through a retained embedding graph after a step "
+      "of the weight fails on one and runs on the other",
+      kEmbeddingVersionRule, implementation_version, oracle_version);
+}
+
+void list_version_rule(RunScope& s, const std::string& reason) {
+  for (const AppliedRule& r : s.coverage.rules)
+    if (r.id == kEmbeddingVersionRule) return;
+  s.coverage.rules.push_back({kEmbeddingVersionRule, "avoid", reason, 0});
+}
+
+}  // namespace
+
+void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {
+  const std::string reason = version_rule_reason(implementation_version, oracle_version);
+  if (reason.empty()) return;
   s.scope->exclude({"op:embedding", "backward_after_step"}, reason, "version");
-  s.coverage.rules.push_back({"embedding-saved-weight-by-version", "avoid", reason, 0});
+  list_version_rule(s, reason);
   s.coverage.left_out.emplace_back(std::vector<std::string>{"op:embedding", "backward_after_step"}, reason);
+}
+
+bool in_version_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,
+                      const std::string& implementation_version, const std::string& recorder_version, std::string* why) {
+  if (!features.count("op:embedding") || !features.count("backward_after_step")) return true;
+  const std::string reason = version_rule_reason(implementation_version, recorder_version);
+  if (reason.empty()) return true;
+  list_version_rule(s, reason);
+  ++s.coverage.out_of_scope;
+  s.coverage.left_out_cases.push_back({id, reason, feature_areas(program)});
+  ++s.left_out_by[reason];
+  if (why) *why = reason;
+  return false;
 }
 
 bool in_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,

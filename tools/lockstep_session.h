@@ -64,6 +64,12 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
 // situation: a backward through a retained embedding graph after a step (op:embedding with backward_after_step).
 // Nothing when either version cannot be read or both are of one generation.
 void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version);
+// The same rule for one recorded case (a replay, whose fixtures may come from either generation): false, recording
+// it as left out with the rule's reason, when the case is in the rule's situation and `recorder_version` is of
+// another generation than `implementation_version`.
+bool in_version_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,
+                      const std::string& implementation_version, const std::string& recorder_version,
+                      std::string* why = nullptr);
 // Whether case `id`, whose program has `features` (program_features()), is in scope; when not, records it as
 // left out and gives the reason.
 bool in_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,

@@ -21,6 +21,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
+# ccache keys on paths relative to the checkout, so a fresh clone in another folder (CI's) reuses earlier builds.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$here}"
 
 mode="${1:-}"
 case "$mode" in
@@ -46,11 +48,12 @@ packages=(
   python3-jsonschema    # validates the fixtures against their JSON Schema (draft 2020-12)
   python3-torch         # the PyTorch Python adapter (tools/adapters/pytorch_driver.py)
   clang-14 libclang-rt-14-dev  # the sanitize build (ASan+UBSan, a second compiler) and libFuzzer (fuzz/)
-  mmdebstrap            # the Debian 13 chroot of the LibTorch 2.x stage (tools/torch2/chroot.sh)
 )
+# The Debian 13 chroot of the LibTorch 2.x stage (tools/torch2/chroot.sh), for `test` only.
+[[ "$mode" == test && "${LOCKSTEP_SKIP_TORCH2:-0}" != 1 ]] && packages+=(mmdebstrap)
 
 # The release decides the LibTorch generation: Debian 13 (trixie) ships 2.6 and builds natively with the torch2 preset.
-codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
+codename="$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)"
 native_torch2=0
 if [[ "$codename" == trixie && "$mode" != replay-only ]]; then
   native_torch2=1

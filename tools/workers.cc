@@ -129,14 +129,25 @@ pid_t spawn_worker(int w, int jobs, const std::string& dir, const std::string& e
   std::vector<std::string> arg_copy = args;
   for (std::string& s : arg_copy) argv.push_back(s.data());
   argv.push_back(nullptr);
+  // A clean signal state: no inherited mask, default dispositions for what ends a worker (as ExternalDriver does).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, startup.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), env.data());
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     errno = rc;
     return -1;
@@ -145,6 +156,8 @@ pid_t spawn_worker(int w, int jobs, const std::string& dir, const std::string& e
 }
 
 }  // namespace
+
+void claim_worker_role() { (void)worker_role(); }
 
 WorkerDir::WorkerDir(const std::string& prefix) {
   if (worker_role().index >= 0) {  // a worker uses its parent's directory
@@ -155,25 +168,44 @@ WorkerDir::WorkerDir(const std::string& prefix) {
   path_ = owned_->path();
 }
 
+// Stops the workers not yet waited for: SIGTERM, then SIGKILL to any still there after a grace period.
+static void stop_workers(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) kill(p, SIGTERM);
+  for (pid_t p : pids) {
+    for (int tries = 0; tries < 50; ++tries) {  // 5 s
+      if (waitpid(p, nullptr, WNOHANG) != 0) break;
+      usleep(100000);
+    }
+    if (waitpid(p, nullptr, WNOHANG) == 0) {
+      kill(p, SIGKILL);
+      while (waitpid(p, nullptr, 0) < 0 && errno == EINTR) {}
+    }
+  }
+}
+
 std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
                                    const std::function<int(int w, const std::string& own_dir)>& work) {
   if (const WorkerRole& role = worker_role(); role.index >= 0) be_worker(role, jobs, dir, work);
-  const std::string exe = files::executable_path();
+  // The running executable itself, even if its file was replaced since (readlink would say "(deleted)").
+  const std::string exe = "/proc/self/exe";
   const std::vector<std::string> args = own_arguments();
-  if (exe.empty() || args.empty()) throw std::runtime_error("cannot start workers: /proc/self is not readable");
+  if (args.empty()) throw std::runtime_error("cannot start workers: /proc/self/cmdline is not readable");
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids;
   for (int w = 0; w < jobs; ++w) {
-    files::create_directories(files::join(dir, std::to_string(w)));
-    const pid_t pid = spawn_worker(w, jobs, dir, exe, args);
-    if (pid < 0) {
-      const std::string why = std::strerror(errno);
-      for (pid_t p : pids) kill(p, SIGKILL);
-      for (pid_t p : pids) waitpid(p, nullptr, 0);
+    std::string why;
+    try {
+      files::create_directories(files::join(dir, std::to_string(w)));
+      if (const pid_t pid = spawn_worker(w, jobs, dir, exe, args); pid > 0) pids.push_back(pid);
+      else why = std::strerror(errno);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      stop_workers(pids);
       throw std::runtime_error(fmt::format("cannot start worker {} of --jobs {}: {}", w, jobs, why));
     }
-    pids.push_back(pid);
   }
   // Interrupted while waiting (Ctrl-C, a CI job's timeout): the workers are stopped, the directory removed, and the
   // signal ends this process as it would have without workers.
@@ -191,8 +223,7 @@ std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
     while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR && !interrupted) {}
     if (interrupted) {
       const int signal = interrupted;
-      for (pid_t p : pids) kill(p, SIGTERM);
-      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      stop_workers(std::vector<pid_t>(pids.begin() + static_cast<std::ptrdiff_t>(w), pids.end()));  // not reaped yet
       files::remove_all(dir);
       std::signal(signal, SIG_DFL);
       std::raise(signal);
@@ -203,8 +234,13 @@ std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
     const std::string own = files::join(dir, std::to_string(w));
     ends[w].out = read_all(files::join(own, "stdout"));
     ends[w].err = read_all(files::join(own, "stderr"));
-    // A worker that failed before it reached its share said why while starting up.
-    if (!files::exists(files::join(own, "stdout"))) ends[w].err = read_all(files::join(own, "startup-stderr"));
+    // A worker that never reached its share (it failed while starting, or the command took another path there) did
+    // not do its work, whatever its exit status: what it said while starting is why.
+    if (!files::exists(files::join(own, "stdout"))) {
+      ends[w].err = read_all(files::join(own, "startup-stderr")) +
+                    fmt::format("lockstep: worker {} of --jobs {} ended before it reached its share\n", w, jobs);
+      if (ends[w].signal == 0 && (ends[w].exit_code == 0 || ends[w].exit_code == 1)) ends[w].exit_code = 2;
+    }
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);

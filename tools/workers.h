@@ -51,6 +51,11 @@ struct WorkerEnd {
 std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
                                    const std::function<int(int w, const std::string& own_dir)>& work);
 
+// Reads LOCKSTEP_WORKER (once; a process started as a worker learns it here, then removes the variable and arms
+// PR_SET_PDEATHSIG). run_main() calls it first thing, before any thread or child process exists; later calls are
+// cheap.
+void claim_worker_role();
+
 // Each distinct line of the workers' stderr once, in worker order (they share warnings about the same scope).
 std::string workers_stderr(const std::vector<WorkerEnd>& ends);
 // "" when every worker exited 0 or 1; else which one failed and how ("worker 1 of 2 was killed by signal 9 ...",

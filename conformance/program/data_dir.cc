@@ -31,7 +31,9 @@ std::string data_dir() {
   if (!chosen().empty()) return chosen();
   static const std::string installed = installed_beside_executable();
   if (!installed.empty()) return installed;
-  return LOCKSTEP_SOURCE_DIR;
+  return source_dir();
 }
+
+std::string source_dir() { return LOCKSTEP_SOURCE_DIR; }
 
 }  // namespace lockstep

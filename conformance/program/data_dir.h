@@ -16,5 +16,8 @@ namespace lockstep {
 
 std::string data_dir();
 void set_data_dir(const std::string& dir);
+// The source tree this lockstep was built from (its tests' data). Only data_dir.cc is compiled with its path, so
+// every other object compiles alike in any checkout folder (ccache with CCACHE_BASEDIR, tools/setup.sh).
+std::string source_dir();
 
 }  // namespace lockstep

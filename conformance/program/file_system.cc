@@ -55,9 +55,10 @@ bool is_empty_directory(const std::string& path) {
 }
 
 void create_directories(const std::string& path) {
-  if (path.empty() || is_directory(path)) return;
+  if (path.empty()) throw std::runtime_error("cannot create a directory with an empty name");
+  if (is_directory(path)) return;
   const std::string parent = parent_path(path);
-  if (!parent.empty() && parent != path) create_directories(parent);
+  if (!parent.empty() && parent != path && !is_directory(parent)) create_directories(parent);
   if (::mkdir(path.c_str(), 0777) != 0 && !(errno == EEXIST && is_directory(path)))
     throw error("cannot create the directory", path, errno);
 }
@@ -102,9 +103,10 @@ std::vector<std::string> list_files(const std::string& dir, const std::vector<st
   std::vector<std::string> out;
   for (const std::string& name : list_names(dir)) {
     const std::string path = join(dir, name);
-    mode_t m;
-    if (!stat_mode(path, &m)) continue;  // a dangling link
+    mode_t m, own;
+    if (!stat_mode(path, &m) || !stat_mode(path, &own, /*follow=*/false)) continue;  // a dangling link
     if (S_ISDIR(m)) {
+      if (S_ISLNK(own)) continue;  // a link to a directory is not followed (as std::filesystem's iterators do not)
       if (!recursive || std::find(skip_dirs.begin(), skip_dirs.end(), name) != skip_dirs.end()) continue;
       std::vector<std::string> sub = list_files(path, extensions, recursive, skip_dirs);
       out.insert(out.end(), sub.begin(), sub.end());

@@ -23,7 +23,8 @@ bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);
 bool is_empty_directory(const std::string& path);  // false when it is not a directory
 
-// Creates the directory and its missing parents (mkdir -p); throws std::runtime_error naming the path.
+// Creates the directory and its missing parents (mkdir -p); throws std::runtime_error naming the path (an empty
+// path is an error).
 void create_directories(const std::string& path);
 // Removes the file or the directory tree (rm -rf, symbolic links not followed); errors are ignored.
 void remove_all(const std::string& path) noexcept;
@@ -33,7 +34,8 @@ bool remove_file(const std::string& path) noexcept;
 // The names in a directory, without "." and "..", sorted; throws std::runtime_error naming the directory.
 std::vector<std::string> list_names(const std::string& dir);
 // The regular files under dir (dir + "/" + name ...), sorted, whose names end with one of `extensions` (all when
-// empty); with `recursive`, subdirectories too, except those named in `skip_dirs`. Throws std::runtime_error.
+// empty); with `recursive`, subdirectories too, except those named in `skip_dirs` and links to directories (a
+// link to a file is listed). Throws std::runtime_error.
 std::vector<std::string> list_files(const std::string& dir, const std::vector<std::string>& extensions,
                                     bool recursive = false, const std::vector<std::string>& skip_dirs = {});
 

@@ -57,6 +57,9 @@ TEST(FileSystem, CreateListAndRemoveATree) {
     ASSERT_EQ(::symlink(join(root, "nowhere").c_str(), join(root, "a/dangling.json").c_str()), 0);
     ASSERT_EQ(::symlink(join(root, "a/b").c_str(), join(root, "link").c_str()), 0);
     EXPECT_EQ(list_files(join(root, "a"), {".json"}).size(), 1u);
+    ASSERT_EQ(::symlink(join(root, "a").c_str(), join(root, "a/b/loop").c_str()), 0);
+    EXPECT_EQ(list_files(join(root, "a"), {".json"}, true, {"schema"}).size(), 2u) << "a link to a directory is not followed";
+    remove_all(join(root, "a/b/loop"));
     remove_all(join(root, "link"));
     EXPECT_TRUE(is_regular_file(join(root, "a/b/two.json")));
     EXPECT_TRUE(remove_file(join(root, "a/one.json")));
@@ -77,6 +80,7 @@ TEST(FileSystem, ErrorsNameThePath) {
     EXPECT_NE(std::string(e.what()).find(join(tmp.path(), "file")), std::string::npos) << e.what();
   }
   EXPECT_THROW(list_names(join(tmp.path(), "missing")), std::runtime_error);
+  EXPECT_THROW(create_directories(""), std::runtime_error);
   EXPECT_THROW(list_files(join(tmp.path(), "file"), {}), std::runtime_error);
   EXPECT_FALSE(is_empty_directory(join(tmp.path(), "missing")));
 }

@@ -11,13 +11,14 @@
 #include <gtest/gtest.h>
 
 #include "conformance/program/json_reader.h"
+#include "conformance/program/data_dir.h"
 
 namespace lockstep {
 namespace {
 
 using nlohmann::ordered_json;
 
-const std::string kBadDir = std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/testdata/bad/";
+const std::string kBadDir = source_dir() + "/conformance/testdata/bad/";
 
 // A program that uses every op, every action and both optimizer forms' features, with awkward numbers.
 Program rich_program() {
@@ -496,7 +497,7 @@ TEST(ReadTextFile, EndlessInputIsAnErrorNamingTheFileNotAHang) {
 // The shipped schema's optimizer parts are generated from the descriptions (`lockstep fixtures generate`): a new
 // optimizer, option or state tensor that is not in fixtures/schema/fixture.schema.json fails here.
 TEST(ProgramJson, ShippedSchemaDescribesEveryOptimizer) {
-  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/schema/fixture.schema.json");
+  std::ifstream in(source_dir() + "/fixtures/schema/fixture.schema.json");
   ASSERT_TRUE(in);
   const nlohmann::ordered_json shipped = nlohmann::ordered_json::parse(in);
   EXPECT_TRUE(shipped == lockstep::schema_with_optimizers(shipped))

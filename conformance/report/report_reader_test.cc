@@ -20,6 +20,7 @@
 #include "conformance/program/program_json.h"
 #include "conformance/report/report_shards.h"
 #include "conformance/program/file_system.h"
+#include "conformance/program/data_dir.h"
 
 namespace lockstep {
 namespace {
@@ -245,7 +246,7 @@ std::string error_of(const json& doc) {
 // shard, or as a whole run) gives them again. A change to the writers that the reader does not follow fails here;
 // after a deliberate format change, run make_reports.sh again.
 TEST(ReportReader, SampleReportsOfRealRunsReadBackToTheirBytes) {
-  const std::string dir = std::string(LOCKSTEP_SOURCE_DIR) + "/conformance/report/testdata";
+  const std::string dir = source_dir() + "/conformance/report/testdata";
   int seen = 0;
   for (const std::string& path : files::list_files(dir, {".json"})) {
     ++seen;

@@ -14,6 +14,7 @@
 #include "conformance/program/trace_json.h"
 #include "impl/engine_adapter.h"
 #include "conformance/program/file_system.h"
+#include "conformance/program/data_dir.h"
 
 namespace lockstep {
 namespace {
@@ -253,7 +254,7 @@ TEST(Corpus, VersionDependentCasesAreRecordedPerGeneration) {
 }
 
 TEST(Corpus, BrokenFixturesAreRejectedWithFileAndPointer) {
-  const std::string dir = std::string(LOCKSTEP_SOURCE_DIR) + "/fixtures/testdata/invalid";
+  const std::string dir = source_dir() + "/fixtures/testdata/invalid";
   int n = 0;
   for (const std::string& file : files::list_files(dir, {})) {
     ++n;

@@ -114,8 +114,11 @@ int main(int argc, char** argv) {
                                                    : make_mutant_engine(mutant)->name();
         answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
         // What zero_grad() does here is always declared (an undeclared default is taken to be the oracle's,
-        // which is "none" with LibTorch 2.x); the version only when chosen.
-        if (declare_default) answer["hello"]["pytorch_version"] = default_none ? "2.0" : "1.13";
+        // which is "none" with LibTorch 2.x).
+        // The version it follows, always: the one chosen, else the LibTorch lockstep was built with (SEMANTICS 12.6).
+        const ImplVersion follows =
+            declare_default ? (default_none ? ImplVersion{2, 0} : ImplVersion{1, 13}) : oracle_build_version();
+        answer["hello"]["pytorch_version"] = std::to_string(follows.major) + "." + std::to_string(follows.minor);
         answer["hello"]["defaults"] = {{"zero_grad", default_none ? "none" : "zero"}};
         // Its traces are impl engine's, which reports every optional field (optional_fields.h).
         nlohmann::ordered_json observes = nlohmann::ordered_json::array();

@@ -16,6 +16,7 @@
 #include "conformance/run/named_case.h"
 #include "impl/engine_adapter.h"
 #include "conformance/program/file_system.h"
+#include "conformance/program/data_dir.h"
 
 namespace lockstep {
 namespace {
@@ -39,7 +40,7 @@ TEST(Mutants, CatalogueHasUniqueNamedMutantsEachSelectable) {
 // impl reads as the specification: no file of the reference knows the catalogue (issue 13). The engine adapter
 // (engine_adapter.*), the glue that puts impl behind the Engine interface, names the mutants as its users.
 TEST(Mutants, ImplHasNoMutantHooks) {
-  const std::string impl_dir = std::string(LOCKSTEP_SOURCE_DIR) + "/impl";
+  const std::string impl_dir = source_dir() + "/impl";
   int read = 0;
   for (const std::string& path : files::list_files(impl_dir, {".cc", ".h"})) {
     const std::string name = files::file_name(path);

@@ -10,9 +10,9 @@
 # LOCKSTEP_TORCH2_ROOT chooses the folder (default /var/cache/lockstep/trixie). A chroot is made in ROOT.new and
 # renamed into place only when complete, so an interrupted make leaves no half chroot behind.
 #
-# `run` works in its own mount and PID namespace (unshare): /proc, /dev, the source tree and a ccache folder are
-# mounted for that namespace only, and when CMD's process tree ends, or this script is killed, the kernel kills
-# every process left in it and the mounts vanish with it. Nothing is left mounted or running on any exit path.
+# `run` works in its own mount and PID namespace (unshare --kill-child): /proc, /dev, the source tree and a ccache
+# folder are mounted for that namespace only; when CMD ends, or unshare is killed (a signal to this script's process
+# group, as a terminal or CI sends it), the kernel kills every process left in it and the mounts vanish with it.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -89,8 +89,9 @@ ensure() {
   url="$(mirror)"
   echo "torch2: making the Debian 13 chroot $root from $url (a few minutes, about 2.5 GB)"
   mkdir -p "$(dirname "$root")"
-  rm -rf "$root.new"
-  trap 'rm -rf "$root.new"' EXIT
+  # --one-file-system: never into what an interrupted mmdebstrap may have left mounted there.
+  rm -rf --one-file-system "$root.new"
+  trap 'rm -rf --one-file-system "$root.new"' EXIT
   mmdebstrap --variant=apt --include="$(echo $wanted | tr ' ' ',')" \
     --aptopt='Acquire::Retries "3"' --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/man/*' trixie "$root.new" "deb $url trixie main"
