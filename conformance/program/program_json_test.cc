@@ -497,7 +497,7 @@ TEST(ReadTextFile, EndlessInputIsAnErrorNamingTheFileNotAHang) {
 // The shipped schema's optimizer parts are generated from the descriptions (`lockstep fixtures generate`): a new
 // optimizer, option or state tensor that is not in fixtures/schema/fixture.schema.json fails here.
 TEST(ProgramJson, ShippedSchemaDescribesEveryOptimizer) {
-  std::ifstream in(source_dir() + "/fixtures/schema/fixture.schema.json");
+  std::ifstream in(lockstep::source_dir() + "/fixtures/schema/fixture.schema.json");
   ASSERT_TRUE(in);
   const nlohmann::ordered_json shipped = nlohmann::ordered_json::parse(in);
   EXPECT_TRUE(shipped == lockstep::schema_with_optimizers(shipped))
