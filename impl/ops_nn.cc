@@ -101,12 +101,12 @@ Tensor mse_loss(const Tensor& a, const Tensor& b) {
     out.data<T>()[0] = pairwise_sum(squares.data(), n) / static_cast<T>(n);
   });
   return record(out, "MseLossBackward", {a, b}, {a, b}, true, [n](const Node& self, const Tensor& g) {
-    // d/da = 2 (a - b) g / n ; d/db = -d/da
+    // d/da = 2 (a - b) g / n ; d/db = 2 (b - a) g / n, not -d/da: where a = b the sign of the zero is that of
+    // b - a (SEMANTICS §9.5; LibTorch: a = b = 0 gives +0 to both).
     Tensor scale = div_scalar(mul_scalar(g, 2.0), static_cast<double>(n));  // ()
-    Tensor ga = mul(sub(self.saved[0], self.saved[1]), scale);
     std::vector<Tensor> gr(2);
-    if (self.needs_grad(1)) gr[1] = neg(ga);
-    if (self.needs_grad(0)) gr[0] = std::move(ga);
+    if (self.needs_grad(1)) gr[1] = mul(sub(self.saved[1], self.saved[0]), scale);
+    if (self.needs_grad(0)) gr[0] = mul(sub(self.saved[0], self.saved[1]), scale);
     return gr;
   });
 }
@@ -177,8 +177,9 @@ Tensor place_per_row(const Tensor& v, const std::vector<int64_t>& columns, int64
 }
 
 Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
-  // (N,C) -> (): -(1/N) sum_i log_probs[i][targets[i]]
-  return neg(mean(pick_per_row(log_probs, targets)));
+  // (N,C) -> (): (1/N) sum_i -log_probs[i][targets[i]]; negated before the sum, which starts from +0, so that a
+  // loss of zero is +0 (SEMANTICS §9.5)
+  return mean(neg(pick_per_row(log_probs, targets)));
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets) {

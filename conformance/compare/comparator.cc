@@ -22,6 +22,24 @@ std::string describe_bound(double allowed_ulps, double scale, DType dtype) {
   return fmt::format("{} ulp of {} ({})", allowed_ulps, scale, dtype_name(dtype));
 }
 
+std::string centre_text(const Difference& d) {
+  if (d.kind != DifferenceKind::Numeric || d.omitted > 0 || d.carried == 0 || std::isnan(d.centre)) return "";
+  return fmt::format("{} at its own inputs, {:+.3g} carried", d.centre, d.carried);
+}
+
+std::string difference_text(const Difference& d) {
+  std::string s = d.path + ": expected " + d.expected_text;
+  const std::string centre = centre_text(d);
+  if (!centre.empty()) s += " (" + centre + ")";
+  if (d.omitted > 0) return d.path + ": " + d.expected_text + " (" + d.bound + ")";
+  s += ", actual " + d.actual_text;
+  if (d.kind == DifferenceKind::Numeric && !std::isnan(d.bound_value))
+    s += fmt::format(": error {:.3g} > bound {:.3g} ({})", d.absolute_error, d.bound_value, d.bound);
+  else if (!d.bound.empty())
+    s += " (" + d.bound + ")";
+  return s;
+}
+
 bool has_structural_difference(const std::vector<Difference>& differences) {
   for (const Difference& d : differences)
     if (d.kind == DifferenceKind::Structure) return true;
@@ -141,11 +159,14 @@ class Comparer {
     if (budget && budget->size() != expected.data.size()) budget = nullptr;
     int listed = 0, more = 0;
     double worst = -1;
+    bool best_resolved = false;  // SEMANTICS §9.6: the judged value best resolved by its bound
+    double best_resolution = 0, best_allowed = 0, best_centre = 0;
+    size_t best_index = 0;
     for (size_t i = 0; i < expected.data.size(); ++i) {
       const double ev = expected.data[i];
       const double av = actual.data[i];
       bool bad = false;
-      double ulp_error = 0, m = 0, error = 0, carried = 0;
+      double ulp_error = 0, m = 0, carried = 0, allowed = 0, unit = 0, k = allowed_ulps;
       const char* rule = nullptr;
       if (std::isnan(ev) || std::isnan(av)) {
         // SEMANTICS §9: NaN equals NaN at the same position.
@@ -176,13 +197,19 @@ class Comparer {
           consider(std::fabs(ev) + std::fabs(carried));
           consider(av);
         }
-        const double unit = ulp(m, dtype);
+        unit = ulp(m, dtype);
         // A float64 shift comes from a double evaluation that rounds like the engines: k more ULPs for it.
-        const double k = carried != 0 && dtype == DType::Float64 ? 2 * allowed_ulps : allowed_ulps;
-        error = std::fabs(av - ev);
+        if (carried != 0 && dtype == DType::Float64) k = 2 * allowed_ulps;
+        allowed = k * unit;
         const double residual = std::fabs(av - (ev + carried));
         ulp_error = residual / unit;
-        bad = residual > k * unit;
+        bad = residual > allowed;
+        // SEMANTICS §9.5: the sign of a zero is defined where every operand was zero (m = 0) and nothing was
+        // carried; a zero that rounding or cancellation made of non-zero operands may have either sign.
+        if (!bad && ev == 0 && av == 0 && m == 0 && carried == 0 && std::signbit(ev) != std::signbit(av)) {
+          bad = true;
+          rule = "the sign of zero must match";
+        }
       }
       if (rule && bad) ulp_error = std::numeric_limits<double>::infinity();
       // Free-running: a number neither engine changed in this action was judged (and counted in the
@@ -191,6 +218,18 @@ class Comparer {
       if (has_actual_previous && same_number(ev, previous->data[i]) && same_number(av, actual_previous->data[i]))
         continue;
       worst = std::max(worst, ulp_error);
+      // SEMANTICS §9.6: a tensor none of whose judged values is larger than its bound could not be told from its
+      // negation or a multiple of it: imprecise, never silently passed.
+      if (!rule && ev + carried != 0) {
+        const double resolution = std::fabs(ev + carried) / allowed;
+        if (!best_resolved || resolution > best_resolution) {
+          best_resolved = true;
+          best_resolution = resolution;
+          best_index = i;
+          best_allowed = allowed;
+          best_centre = std::fabs(ev + carried);
+        }
+      }
       if (!bad) continue;
       if (listed >= kMaxElementsPerTensor) {
         ++more;
@@ -205,19 +244,28 @@ class Comparer {
       d.actual = av;
       d.expected_text = number_text(ev, dtype);
       d.actual_text = number_text(av, dtype);
-      d.absolute_error = std::fabs(av - ev);
       d.ulp_error = ulp_error;
       if (rule) {
+        d.absolute_error = std::fabs(av - ev);
         d.bound = rule;
       } else {
-        d.relative_error = ev == 0 ? std::numeric_limits<double>::infinity() : error / std::fabs(ev);
+        const double centre = ev + carried;
+        d.centre = centre;
+        d.absolute_error = std::fabs(av - centre);
+        d.relative_error = centre == 0 ? std::numeric_limits<double>::infinity() : d.absolute_error / std::fabs(centre);
         d.scale = m;
-        d.allowed_ulps = allowed_ulps;
+        d.allowed_ulps = k;
+        d.bound_value = allowed;
         d.carried = carried;
-        d.bound = describe_bound(allowed_ulps, m, dtype);
-        if (carried != 0) d.bound += fmt::format(" around expected {:+} carried", carried);
+        d.bound = describe_bound(k, m, dtype);
       }
       out_.push_back(std::move(d));
+    }
+    if (best_resolved && best_resolution <= 1 && ctx_.imprecision) {
+      Imprecision& im = *ctx_.imprecision;
+      if (im.values++ == 0)
+        im.first = fmt::format("{}: bound {:.3g} ≥ |expected| {:.3g}", prefix + index_text(expected.shape, best_index),
+                               best_allowed, best_centre);
     }
     if (more > 0) {
       Difference d;
@@ -385,10 +433,9 @@ class Comparer {
     const ParamObservation* actual_before =
         ctx_.actual_previous ? ctx_.actual_previous->state.param(n) : nullptr;
     const StepScales step = step_scales(e);
-    compare_tensor(n + " → value", Quantity::Param, e.value, a.value, before ? &before->value : nullptr,
-                   actual_before ? &actual_before->value : nullptr, step.update.empty() ? nullptr : &step.update,
-                   k_for(Quantity::Param));
     compare_optional_flag("param.same_as_previous", n + " → same_as_previous", e.same_as_previous, a.same_as_previous);
+    // In the order the values feed each other (SEMANTICS §8): the grad, the optimizer state the step computes from
+    // it, then the value the state moves, so that the first difference reported is the first wrong quantity.
 
     // Grad: definedness, then flags, then values (SEMANTICS §3, §4).
     if (e.grad.defined != a.grad.defined) {
@@ -411,8 +458,14 @@ class Comparer {
     // Optimizer state (SEMANTICS §5.3, §6.2).
     const OptimizerStateObservation& es = e.state;
     const OptimizerStateObservation& as = a.state;
+    auto compare_value = [&] {
+      compare_tensor(n + " → value", Quantity::Param, e.value, a.value, before ? &before->value : nullptr,
+                     actual_before ? &actual_before->value : nullptr, step.update.empty() ? nullptr : &step.update,
+                     k_for(Quantity::Param));
+    };
     if (es.exists != as.exists) {
       structure(n + " → state.exists", bool_text(es.exists), bool_text(as.exists));
+      compare_value();
       return;
     }
     if (es.step != as.step)
@@ -435,6 +488,7 @@ class Comparer {
       compare_state_tensor(n, t.name, q, es.*t.field, as.*t.field, ps ? &(ps->*t.field) : nullptr,
                            aps ? &(aps->*t.field) : nullptr, scale);
     }
+    compare_value();
   }
 
   void compare_params() {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
@@ -45,16 +46,28 @@ struct Difference {
   std::optional<Quantity> quantity;
   double expected = std::numeric_limits<double>::quiet_NaN();
   double actual = std::numeric_limits<double>::quiet_NaN();
-  double absolute_error = std::numeric_limits<double>::quiet_NaN();
-  double relative_error = std::numeric_limits<double>::quiet_NaN();  // |a-e| / |e|; inf when e == 0
-  double ulp_error = std::numeric_limits<double>::quiet_NaN();       // |a-(e+carried)| / ulp(m)
+  double absolute_error = std::numeric_limits<double>::quiet_NaN();  // |a-c| (c: centre)
+  double relative_error = std::numeric_limits<double>::quiet_NaN();  // |a-c| / |c| (c: centre); inf when c == 0
+  double ulp_error = std::numeric_limits<double>::quiet_NaN();       // |a-c| / ulp(m)
   double scale = std::numeric_limits<double>::quiet_NaN();           // m
   double allowed_ulps = std::numeric_limits<double>::quiet_NaN();    // k_eff
   double carried = 0;         // the element's error budget (error_budget.h): the value must round from expected + carried
-  std::string bound;          // "4 ulp of 3.5 (float32)" (+ " around expected +1.2e-07 carried"), or a rule: "exact"
+  // The value expected at the implementation's own inputs: expected + carried, the centre of the bound. absolute_error,
+  // relative_error and ulp_error are the actual value's distance from it (what was judged), bound_value the largest
+  // distance allowed (allowed_ulps * ulp(scale), allowed_ulps as applied).
+  double centre = std::numeric_limits<double>::quiet_NaN();
+  double bound_value = std::numeric_limits<double>::quiet_NaN();
+  std::string bound;          // "4 ulp of 3.5 (float32)", or a rule: "exact", "NaN must match NaN"
   // A summary entry that stands for this many further out-of-tolerance elements of the tensor at `path`
   // ("w → grad[...]"); its numbers are NaN. 0 for every other entry.
   size_t omitted = 0;
+};
+
+// Values whose bound is at least their own magnitude (SEMANTICS §9.6): the comparison could not tell them from
+// their negation or a multiple, so a case with one is imprecise, not passed.
+struct Imprecision {
+  int64_t values = 0;
+  std::string first;  // "w → grad[1]: bound 3.2e+10 ≥ |expected| 1.5"
 };
 
 // What the comparator knows about the action besides the records (tolerance.h).
@@ -76,6 +89,8 @@ struct CompareContext {
   // When given, receives per optional field (optional_fields.h) how many observations were compared and how
   // many went untested (absent on one side: never a difference).
   OptionalFieldCounts* optional_fields = nullptr;
+  // When given, receives the values judged imprecise (Imprecision).
+  Imprecision* imprecision = nullptr;
 };
 
 // The largest ULP error seen per quantity in one comparison (free-running growth); -1 when none compared.
@@ -96,6 +111,14 @@ std::vector<Difference> compare_records(const Record& expected, const Record& ac
                                         ErrorStats* stats = nullptr);
 
 bool has_structural_difference(const std::vector<Difference>& differences);
+
+// One line for a difference, the same in every report: "w → momentum_buffer[0]: expected 1, actual 0.5: error 0.5
+// > bound 4.8e-07 (4 ulp of 1 (float32))"; where a deviation of the inputs was carried, the value expected at the
+// implementation's own inputs comes first: "w → value[0]: expected 0.5 (0.75 at its own inputs, +0.25 carried),
+// actual 0.5: error 0.25 > bound ..."; rules: "w → grad[1]: expected NaN, actual inf (NaN must match NaN)".
+std::string difference_text(const Difference& d);
+// "0.75 at its own inputs, +0.25 carried" when something was carried, else "".
+std::string centre_text(const Difference& d);
 
 // "4 ulp of 3.5 (float32)": the shortest round-trip decimal of m.
 std::string describe_bound(double allowed_ulps, double scale, DType dtype);

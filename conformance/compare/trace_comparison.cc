@@ -48,12 +48,21 @@ std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, s
   return kept;
 }
 
+void TraceComparison::note_imprecision(const Imprecision& found, const std::string& where) {
+  if (found.values == 0) return;
+  if (imprecision_.values == 0) imprecision_.first = where + ": " + found.first;
+  imprecision_.values += found.values;
+}
+
 std::vector<Difference> TraceComparison::compare_init(Record expected, Record actual, ErrorStats* stats) {
   CompareContext ctx;
   ctx.tolerance = tolerance_;
   ctx.optional_fields = &optional_fields_;
+  Imprecision imprecision;
+  ctx.imprecision = &imprecision;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
   std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, "init", expected, actual);
+  note_imprecision(imprecision, "setup");
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;
@@ -116,9 +125,12 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   }
   ctx.handle_param = handle_param_;
   if (!budget.empty()) ctx.budget = &budget;
+  Imprecision imprecision;
+  ctx.imprecision = &imprecision;
   std::vector<Difference> d =
       apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index, action_name(action.kind),
                  expected, actual);
+  note_imprecision(imprecision, "action " + std::to_string(index) + " (" + action_name(action.kind) + ")");
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;

@@ -56,6 +56,8 @@ class TraceComparison {
   bool masked_structure() const { return masked_structure_; }
   // Per optional field (optional_fields.h): observations compared and left untested so far.
   const OptionalFieldCounts& optional_fields() const { return optional_fields_; }
+  // Values judged imprecise so far (comparator.h, SEMANTICS §9.6); `first` names the record.
+  const Imprecision& imprecision() const { return imprecision_; }
 
  private:
   struct HeldForward {
@@ -63,6 +65,7 @@ class TraceComparison {
     EngineState expected_state, actual_state;  // the parameters it read, on each side
   };
 
+  void note_imprecision(const Imprecision& found, const std::string& where);
   std::vector<Difference> apply_mask(std::vector<Difference> d, std::optional<size_t> index,
                                      const std::string& action, const Record& expected, const Record& actual);
 
@@ -72,6 +75,7 @@ class TraceComparison {
   std::vector<MaskedDifference> masked_;
   bool masked_structure_ = false;
   OptionalFieldCounts optional_fields_;
+  Imprecision imprecision_;
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
   std::optional<HeldForward> held_;

@@ -28,7 +28,10 @@ ReportSummary summarise(const RunReport& report) {
     switch (c.status) {
       case CaseStatus::Passed: ++s.passed; break;
       case CaseStatus::Failed: ++s.failed; break;
-      case CaseStatus::Known: ++s.known; break;
+      case CaseStatus::Known:
+        ++s.known;
+        if (c.known_reason.rfind(kImpreciseReason, 0) == 0) ++s.imprecise;
+        break;
     }
   }
   return s;
@@ -67,6 +70,13 @@ CaseReport make_case_report(std::string id, LockstepResult result, std::optional
     c.status = CaseStatus::Known;
     c.known_reason = fmt::format("{} masked difference{} ({})", result.masked.size(),
                                  result.masked.size() == 1 ? "" : "s", result.masked.front().reason);
+  }
+  // SEMANTICS §9.6: a pass whose bound could not tell some value from its negation is not a pass.
+  if (c.status == CaseStatus::Passed && result.imprecision.values > 0) {
+    c.status = CaseStatus::Known;
+    c.known_reason = fmt::format("{} {}: {} value{} whose bound is at least its magnitude (SEMANTICS §9.6; first: {})",
+                                 kImpreciseReason, "(not passed)", result.imprecision.values,
+                                 result.imprecision.values == 1 ? "" : "s", result.imprecision.first);
   }
   c.result = std::move(result);
   return c;
@@ -245,6 +255,11 @@ nlohmann::ordered_json difference_to_json(const Difference& d) {
     j["ulp_error"] = optional_number(d.ulp_error);
     j["scale"] = optional_number(d.scale);
     j["allowed_ulps"] = optional_number(d.allowed_ulps);
+    if (!std::isnan(d.bound_value)) {
+      j["bound_value"] = optional_number(d.bound_value);
+      j["centre"] = optional_number(d.centre);
+      j["carried"] = optional_number(d.carried);
+    }
   }
   j["bound"] = d.bound;
   return j;

@@ -113,7 +113,9 @@ struct RunReport {
 
 struct ReportSummary {
   size_t total = 0, passed = 0, failed = 0, known = 0;
+  size_t imprecise = 0;  // of the known: imprecise (SEMANTICS §9.6), known_reason starts with kImpreciseReason
 };
+inline constexpr const char* kImpreciseReason = "imprecise";
 ReportSummary summarise(const RunReport& report);
 
 // A case's report from its result and the expectations (expectations.h): a failure is Known when an entry without

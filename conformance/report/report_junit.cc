@@ -1,5 +1,7 @@
 // The JUnit XML report (report.h): one <testsuite> per run, one <testcase> per case; a failure is a
 // <failure> element, a known discrepancy a <skipped> element with the reason (visible in CI, not red).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "conformance/program/program_json.h"
@@ -19,12 +21,9 @@ std::string failure_text(const CaseReport& c, const ReportOptions& options) {
       out += fmt::format("... and {} more differences\n", r.differences.size() - options.max_differences);
       break;
     }
-    out += fmt::format("{}: expected {}, actual {}", d.path, d.expected_text, d.actual_text);
-    if (d.kind == DifferenceKind::Numeric && d.omitted == 0 && d.ulp_error == d.ulp_error)
-      out += fmt::format(" (abs {:.3g}, rel {:.3g}, {:.3g} ulp; bound {})", d.absolute_error, d.relative_error,
-                         d.ulp_error, d.bound);
-    else
-      out += fmt::format(" ({})", d.bound);
+    out += difference_text(d);
+    if (d.kind == DifferenceKind::Numeric && d.omitted == 0 && !std::isnan(d.bound_value))
+      out += fmt::format(" (rel {:.3g}, {:.3g} ulp)", d.relative_error, d.ulp_error);
     out += "\n";
   }
   if (!r.stop_reason.empty()) out += "Stopped: " + r.stop_reason + "\n";

@@ -58,14 +58,19 @@ std::string number(double v) {
 
 void differences_table(std::string& out, const LockstepResult& r, size_t max_rows) {
   if (r.differences.empty()) return;
+  // Expected: the oracle's value, and where the inputs had drifted the value expected at the implementation's own
+  // inputs (the centre of the bound); the errors are the actual value's distance from that centre.
   out += "| Field | Expected | Actual | Abs. error | Rel. error | ULP error | Bound |\n";
   out += "|---|---|---|---|---|---|---|\n";
   size_t rows = 0;
   for (const Difference& d : r.differences) {
     if (rows++ >= max_rows) break;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(code(d.path)), cell(d.expected_text),
+    const std::string centre = centre_text(d);
+    const std::string bound = std::isnan(d.bound_value) ? d.bound : fmt::format("≤ {:.3g} ({})", d.bound_value, d.bound);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(code(d.path)),
+                       cell(centre.empty() ? d.expected_text : d.expected_text + " (" + centre + ")"),
                        cell(d.actual_text), number(d.absolute_error), number(d.relative_error),
-                       number(d.ulp_error), cell(d.bound));
+                       number(d.ulp_error), cell(bound));
   }
   if (r.differences.size() > max_rows)
     out += fmt::format("\n…and {} more differences in this action (see the JSON report).\n",

@@ -61,6 +61,11 @@ Difference difference_from(JsonObjectReader& r) {
     d.ulp_error = number("ulp_error");
     d.scale = number("scale");
     d.allowed_ulps = number("allowed_ulps");
+    if (r.optional("bound_value")) {
+      d.bound_value = number("bound_value");
+      d.centre = number("centre");
+      d.carried = number("carried");
+    }
   }
   d.bound = r.string("bound");
   return d;

@@ -27,8 +27,7 @@ std::string LockstepResult::failure_summary() const {
   if (!engine_failure.empty() && differences.empty()) return where + ": " + engine_failure;
   if (differences.empty()) return where + ": failed";
   const Difference& d = differences.front();
-  return fmt::format("{}: {}: expected {}, actual {} ({})", where, d.path, d.expected_text, d.actual_text,
-                     d.bound);
+  return where + ": " + difference_text(d);
 }
 
 std::string LockstepResult::failure_kind() const {
@@ -118,6 +117,7 @@ class Run {
   LockstepResult finish(const TraceComparison& comparison) {
     result_.masked = comparison.masked();
     result_.optional_fields = comparison.optional_fields();
+    result_.imprecision = comparison.imprecision();
     return std::move(result_);
   }
   std::string oracle_who() const { return fmt::format("oracle ({})", result_.oracle_engine); }

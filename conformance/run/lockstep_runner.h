@@ -75,6 +75,7 @@ struct LockstepResult {
   std::vector<GrowthRow> growth;         // free-running only: one row per record compared
   std::vector<MaskedDifference> masked;  // differences the case's expectations accepted (expectations.h)
   OptionalFieldCounts optional_fields;   // optional trace fields compared / untested (optional_fields.h)
+  Imprecision imprecision;               // values whose bound was at least their magnitude (SEMANTICS §9.6)
 
   // One line: "action 3 (step): w → exp_avg_sq[1,2]: expected 0.5, actual 0.50000006 (4 ulp of 0.5 (float32))".
   std::string failure_summary() const;

@@ -208,8 +208,19 @@ std::vector<std::string> check_case(const NamedCase& c, const Trace& trace, cons
   auto record_json = [&](int after) {
     return record_to_json(after < 0 ? trace.init : trace.records.at(static_cast<size_t>(after)));
   };
+  // A trace shorter than the program (a driver that answered too few records) fails the checks it cannot
+  // answer, as a failure of this case; it never aborts the run.
+  auto has_record = [&](int after) { return after < 0 || static_cast<size_t>(after) < trace.records.size(); };
   for (const CaseCheck& check : c.checks) {
     if (!check.when_pytorch.empty() && !version_condition_holds(check.when_pytorch, pytorch_version)) continue;
+    const int missing = !has_record(check.after) ? check.after
+                        : check.same_as_pointer.empty() || has_record(check.same_as_after) ? -1
+                                                                                          : check.same_as_after;
+    if (missing >= 0) {
+      failures.push_back(fmt::format("{} {}: no record of action {} (the trace has {} records)",
+                                     record_label(check.after), check.pointer, missing, trace.records.size()));
+      continue;
+    }
     json rec = record_json(check.after);
     json::json_pointer ptr(check.pointer);
     bool present = false;

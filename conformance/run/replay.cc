@@ -116,8 +116,7 @@ std::string ReplayCaseResult::summary() const {
   const Difference& d = differences.front();
   std::string where = failed_at_setup ? std::string("setup (init)")
                                       : fmt::format("action {} ({})", failed_action.value_or(0), failed_action_name);
-  std::string s = fmt::format("{}: {}: expected {}, actual {}", where, d.path, d.expected_text, d.actual_text);
-  if (!d.bound.empty()) s += " (" + d.bound + ")";
+  std::string s = where + ": " + difference_text(d);
   if (differences.size() > 1) s += fmt::format(" [+{} more]", differences.size() - 1);
   return s;
 }
