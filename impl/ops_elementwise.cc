@@ -128,11 +128,14 @@ Tensor square(const Tensor& a) {
 Tensor pow_scalar(const Tensor& a, double exponent) {
   detail::require_defined("pow_scalar", a);
   // Black-box (fixtures op-pow0.5-nonfinite-*, op-pow0.5-zero-*): a^0.5 is sqrt(a) and a^-0.5 is 1 / sqrt(a),
-  // so -inf gives NaN where std::pow gives +inf and +0 (SEM-2.11).
+  // so -inf gives NaN where std::pow gives +inf and +0 (SEM-2.11). a^-2 is 1 / (a * a): where a * a overflows
+  // (|a| >= 2^64 in float32, 2^512 in float64) it is 0, not the subnormal std::pow gives; pow(a, -1)'s grad reads it
+  // (SEM-2.11).
   Tensor out = map_unary(a, [exponent](auto x) {
     using T = decltype(x);
     if (exponent == 0.5) return std::sqrt(x);
     if (exponent == -0.5) return T(1) / std::sqrt(x);
+    if (exponent == -2.0) return T(1) / (x * x);
     return std::pow(x, static_cast<T>(exponent));
   });
   return record(out, "PowBackward", {a}, {a}, true, [exponent](const Node& self, const Tensor& g) {

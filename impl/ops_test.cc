@@ -138,6 +138,17 @@ TEST(OpsGradient, Pow) {
   expect_gradients_match([](const std::vector<Tensor>& x) { return ops::pow_scalar(x[0], 3.0); }, {leaf({2, 3}, kMixed)});
 }
 
+// LibTorch computes a^-2 as 1 / (a * a) (SEM-2.11): 0 where a * a overflows, not the subnormal of std::pow; the grad of
+// a^-1 reads it.
+TEST(OpsValues, PowMinusTwoIsTheReciprocalOfTheSquare) {
+  Tensor x = constant({2}, {std::ldexp(1.0, 64), 3.0}, DType::Float32);
+  EXPECT_EQ(ops::pow_scalar(x, -2.0).to_values(), (V{0.0, static_cast<double>(1.0f / 9.0f)}));
+  Tensor y = leaf({1}, {std::ldexp(1.0, 512)});
+  backward(ops::sum(ops::pow_scalar(y, -1.0)));
+  ASSERT_EQ(y.grad().to_values(), (V{0.0}));
+  EXPECT_TRUE(std::signbit(y.grad().to_values()[0]));
+}
+
 TEST(OpsGradient, PowZeroExponentHasZeroGrad) {
   Tensor x = leaf({3}, {0, 1, 2});
   backward(ops::sum(ops::pow_scalar(x, 0)));

@@ -133,7 +133,15 @@ RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std:
     if (r.differences.empty() && !r.failure.empty())
       c.result.engine_failure = r.failure + (r.stderr_excerpt.empty() ? "" : "\nstderr:\n" + r.stderr_excerpt);
     switch (r.status) {
-      case ReplayStatus::Passed: c.status = CaseStatus::Passed; break;
+      case ReplayStatus::Passed:
+        c.status = CaseStatus::Passed;
+        if (r.imprecision.values > 0) {  // SEMANTICS §9.6: not passed, counted (report.h)
+          c.status = CaseStatus::Known;
+          c.known_reason = fmt::format("{} (not passed): {} value{} whose bound is at least its magnitude (SEMANTICS "
+                                       "§9.6; first: {})", kImpreciseReason, r.imprecision.values,
+                                       r.imprecision.values == 1 ? "" : "s", r.imprecision.first);
+        }
+        break;
       case ReplayStatus::Failed: c.status = CaseStatus::Failed; break;
       case ReplayStatus::ExpectedFailure:
         c.status = CaseStatus::Known;
@@ -192,8 +200,11 @@ int finish(const std::vector<ReplayCaseResult>& results, const ReplayConfig& con
   for (const std::string& p : s.stale_expectations)
     fmt::print("  note: expected-failure entry '{}' matches no case\n", p);
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  fmt::print("{}: {} passed, {} failed, {} skipped, {} expected failures, {} unexpected passes ({:.2f} s)\n", what,
-             s.passed, s.failed, s.skipped, s.expected_failures, s.unexpected_passes, secs);
+  size_t imprecise = 0;  // SEMANTICS §9.6: counted with the passes by ReplaySummary, reported as known
+  for (const ReplayCaseResult& r : results) imprecise += r.status == ReplayStatus::Passed && r.imprecision.values > 0;
+  fmt::print("{}: {} passed, {} failed, {} skipped, {} expected failures, {} unexpected passes{} ({:.2f} s)\n", what,
+             s.passed - imprecise, s.failed, s.skipped, s.expected_failures, s.unexpected_passes,
+             imprecise ? fmt::format(", {} imprecise (SEMANTICS §9.6; not passed)", imprecise) : "", secs);
   return s.ok() ? kExitOk : kExitDiscrepancies;
 }
 

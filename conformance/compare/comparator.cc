@@ -217,6 +217,28 @@ class Comparer {
       // counted again at the tighter scale of its own value.
       if (has_actual_previous && same_number(ev, previous->data[i]) && same_number(av, actual_previous->data[i]))
         continue;
+      // A NaN or infinity on one side only where a singularity is straddled (SEMANTICS §9.1, §9.2): accepted by rule,
+      // and listed (CompareContext::accepted).
+      if (rule && bad && (std::isnan(ev) || std::isinf(ev) || std::isnan(av) || std::isinf(av))) {
+        const std::string why = straddled(prefix, i, ev, av, dtype, allowed_ulps, has_previous ? previous : nullptr,
+                                          has_actual_previous ? actual_previous : nullptr, has_extra ? extra : nullptr);
+        if (!why.empty()) {
+          bad = false;
+          ulp_error = 0;
+          if (ctx_.accepted) {
+            Difference d;
+            d.kind = DifferenceKind::Numeric;
+            d.quantity = quantity;
+            d.path = prefix + index_text(expected.shape, i);
+            d.expected = ev;
+            d.actual = av;
+            d.expected_text = number_text(ev, dtype);
+            d.actual_text = number_text(av, dtype);
+            d.bound = why;
+            ctx_.accepted->push_back(std::move(d));
+          }
+        }
+      }
       worst = std::max(worst, ulp_error);
       // SEMANTICS §9.6: a tensor none of whose judged values is larger than its bound could not be told from its
       // negation or a multiple of it: imprecise, never silently passed.
@@ -279,6 +301,76 @@ class Comparer {
       out_.push_back(std::move(d));
     }
     if (stats_ && worst >= 0) (*stats_)[quantity] = std::max((*stats_)[quantity], worst);
+  }
+
+  // The class of a number for the singularity rules: finite, NaN, +inf, -inf.
+  static int number_class(double x) { return std::isnan(x) ? 1 : std::isinf(x) ? (x > 0 ? 2 : 3) : 0; }
+
+  // Why element i of the tensor at `prefix`, NaN or infinite on one side only (ev against av), is a singularity
+  // straddled, or "" when it is not:
+  //  - by the inputs' deviation (SEMANTICS §9.2; free-running): f in double is of the oracle's class at the oracle's
+  //    inputs and of the implementation's class at the implementation's (error_budget.h), and a finite actual value
+  //    is within k ULPs (2k for float64, as for a carried shift) of f at its inputs. With equal inputs the two
+  //    evaluations are equal, so this never applies in lockstep;
+  //  - by a rounding inside a backward (SEMANTICS §9.1): a grad (or a handle of one) whose class hangs on tanh's or
+  //    sigmoid's output rounding to exactly 1 under an infinite gradient (OperandScales::grad_straddle), NaN on one
+  //    side and the specification's own ±inf on the other, the grad before the backward finite on both sides.
+  std::string straddled(const std::string& prefix, size_t i, double ev, double av, DType dtype, double allowed_ulps,
+                        const TensorValue* previous, const TensorValue* actual_previous,
+                        const std::vector<double>* extra) const {
+    const int ce = number_class(ev), ca = number_class(av);
+    if (ce == ca) return "";
+    const auto* evaluation = ctx_.budget ? ctx_.budget->evaluation(prefix) : nullptr;
+    if (evaluation && evaluation->first.size() > i && evaluation->second.size() > i) {
+      const double fe = evaluation->first[i], fa = evaluation->second[i];
+      if (number_class(fe) == ce && number_class(fa) == ca) {
+        bool close = true;
+        if (ca == 0) {
+          double m = std::max(std::fabs(av), std::fabs(fa));
+          if (previous && std::isfinite(previous->data[i])) m = std::max(m, std::fabs(previous->data[i]));
+          if (extra && std::isfinite((*extra)[i])) m = std::max(m, std::fabs((*extra)[i]));
+          const double k = dtype == DType::Float64 ? 2 * allowed_ulps : allowed_ulps;
+          close = std::fabs(av - fa) <= k * ulp(m, dtype);
+        }
+        if (close)
+          return fmt::format("a singularity the inputs' accepted deviation straddles: the specification gives {} at "
+                             "the oracle's inputs, {} at the implementation's (SEMANTICS §9.2)",
+                             number_text(fe, dtype), number_text(fa, dtype));
+      }
+    }
+    const std::vector<double>* straddle = grad_straddle(prefix);
+    if (straddle && straddle->size() > i && std::isinf((*straddle)[i])) {
+      const double fs = (*straddle)[i];
+      const bool finite_before = (!previous || std::isfinite(previous->data[i])) &&
+                                 (!actual_previous || std::isfinite(actual_previous->data[i]));
+      if (finite_before && ((ce == 1 && av == fs) || (ca == 1 && ev == fs)))
+        return fmt::format("an infinite gradient through tanh or sigmoid at saturation: inf * 0 (NaN) or {} as the "
+                           "output rounds (SEMANTICS §9.1)", number_text(fs, dtype));
+    }
+    return "";
+  }
+
+  // The backward's rounding straddles (OperandScales::grad_straddle) of the grad "w → grad" or of the grad handle
+  // "handle h → value" at `prefix`; null elsewhere.
+  const std::vector<double>* grad_straddle(const std::string& prefix) const {
+    if (!ctx_.scales || !is_action("backward") || ctx_.scales->grad_straddle.empty()) return nullptr;
+    const std::string grad_suffix = " → grad", handle_prefix = "handle ", handle_suffix = " → value";
+    auto ends_with = [&](const std::string& suffix) {
+      return prefix.size() > suffix.size() && prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    std::string param;
+    if (prefix.rfind(handle_prefix, 0) == 0 && ends_with(handle_suffix)) {
+      auto it = ctx_.handle_param.find(
+          prefix.substr(handle_prefix.size(), prefix.size() - handle_prefix.size() - handle_suffix.size()));
+      if (it == ctx_.handle_param.end()) return nullptr;
+      param = it->second;
+    } else if (ends_with(grad_suffix)) {
+      param = prefix.substr(0, prefix.size() - grad_suffix.size());
+    } else {
+      return nullptr;
+    }
+    auto it = ctx_.scales->grad_straddle.find(param);
+    return it == ctx_.scales->grad_straddle.end() ? nullptr : &it->second;
   }
 
   double k_for(Quantity q) const {

@@ -91,6 +91,10 @@ struct CompareContext {
   OptionalFieldCounts* optional_fields = nullptr;
   // When given, receives the values judged imprecise (Imprecision).
   Imprecision* imprecision = nullptr;
+  // When given, receives the differences a rule accepted (not returned as differences): a NaN or infinity on one
+  // side only where a singularity is straddled, by the inputs' carried deviation (SEMANTICS §9.2, error_budget.h) or
+  // by a rounding inside the action (SEMANTICS §9.1, OperandScales::grad_straddle). `bound` names the rule.
+  std::vector<Difference>* accepted = nullptr;
 };
 
 // The largest ULP error seen per quantity in one comparison (free-running growth); -1 when none compared.

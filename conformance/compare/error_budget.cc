@@ -16,6 +16,11 @@ const std::vector<double>* ErrorBudget::find(const std::string& field) const {
   return it == fields.end() ? nullptr : &it->second;
 }
 
+const std::pair<std::vector<double>, std::vector<double>>* ErrorBudget::evaluation(const std::string& field) const {
+  auto it = evaluations.find(field);
+  return it == evaluations.end() ? nullptr : &it->second;
+}
+
 namespace {
 
 // a - b per element (the actual side minus the expected side); 0 where it is not finite or the sizes differ.
@@ -34,6 +39,13 @@ void add_into(std::vector<double>& into, const std::vector<double>& add) {
   for (size_t i = 0; i < into.size(); ++i) into[i] += add[i];
 }
 
+// The budget of `field` from f at each side's inputs: the signed shift, and both evaluations as they are.
+void carry(ErrorBudget& b, const std::string& field, const std::vector<double>& at_actual,
+           const std::vector<double>& at_expected) {
+  b.fields[field] = deviation(at_actual, at_expected);
+  if (at_actual.size() == at_expected.size()) b.evaluations[field] = {at_expected, at_actual};
+}
+
 const TensorValue* grad_of(const EngineState& s, const std::string& param) {
   const ParamObservation* p = s.param(param);
   return p && p->grad.defined ? &p->grad.value : nullptr;
@@ -46,7 +58,7 @@ ErrorBudget forward_budget(const Expr& loss, const EngineState& expected_at_forw
   ErrorBudget b;
   ExactEvaluation e = exact_evaluation(loss, expected_at_forward, nullptr);
   ExactEvaluation a = exact_evaluation(loss, actual_at_forward, nullptr);
-  if (e.ok && a.ok) b.fields["output → value"] = deviation(a.output, e.output);
+  if (e.ok && a.ok) carry(b, "output → value", a.output, e.output);
   return b;
 }
 
@@ -65,8 +77,17 @@ ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_for
     // SEM-3.2, SEM-3.3: a defined grad is the sum of what it was and the contribution.
     const TensorValue* ge = grad_of(expected_before.state, param);
     const TensorValue* ga = grad_of(actual_before.state, param);
-    if (ge && ga) add_into(budget, deviation(ga->data, ge->data));
+    // f at each side's inputs: the grad it had plus the contribution at its own parameters.
+    std::vector<double> at_expected = contribution, at_actual = it->second;
+    bool evaluated = (ge != nullptr) == (ga != nullptr) && at_expected.size() == at_actual.size();
+    if (ge && ga) {
+      add_into(budget, deviation(ga->data, ge->data));
+      evaluated = evaluated && ge->data.size() == at_expected.size() && ga->data.size() == at_actual.size();
+      add_into(at_expected, ge->data);
+      add_into(at_actual, ga->data);
+    }
     b.fields[param + " → grad"] = std::move(budget);
+    if (evaluated) b.evaluations[param + " → grad"] = {std::move(at_expected), std::move(at_actual)};
   }
   // SEM-3.7: two 0-d grads can share one storage (add(sum(p), sum(q)) of 0-d leaves), so a 0-d parameter the
   // loss does not reach may still see its grad change with another's accumulation. When exactly one reached
@@ -97,6 +118,7 @@ ErrorBudget backward_budget(const Expr& loss, const EngineState& expected_at_for
   for (const auto& [handle, param] : handle_param) {
     const std::vector<double>* g = b.find(param + " → grad");
     if (g) b.fields["handle " + handle + " → value"] = *g;
+    if (const auto* ev = b.evaluation(param + " → grad")) b.evaluations["handle " + handle + " → value"] = *ev;
   }
   return b;
 }
@@ -106,7 +128,7 @@ ErrorBudget hold_grad_budget(const std::string& handle, const std::string& param
   ErrorBudget b;
   const TensorValue* ge = grad_of(expected_after.state, param);
   const TensorValue* ga = grad_of(actual_after.state, param);
-  if (ge && ga) b.fields["handle " + handle + " → value"] = deviation(ga->data, ge->data);
+  if (ge && ga) carry(b, "handle " + handle + " → value", ga->data, ge->data);
   return b;
 }
 
@@ -120,7 +142,7 @@ struct Shadow {
   std::vector<double> p, g;
   std::optional<std::vector<double>> buf, m, v, vmax;
   std::map<std::string, std::vector<double>> state;  // optimizers with a step_in_double (descriptions)
-  bool failed = false;                                // their step cannot run on this state
+  bool failed = false;                                // their step failed on this state (run_step stopped)
   int64_t step = 0;
   int occurrences = 0;
   std::vector<double> peak;  // the largest |p| per element, before and after every update
@@ -219,14 +241,19 @@ void adam_step(Shadow& s, const ResolvedOptions& o, bool decoupled) {
   adam_update(s.p, *s.m, o.amsgrad ? *s.vmax : *s.v, o, s.step);
 }
 
-// Runs the step on one side's `before` record; returns the shadows of every parameter that stepped.
+// Runs the step on one side's `before` record; returns the shadows of every parameter that stepped. A step that fails
+// (step_in_double returns false, SEM-14.2, SEM-15.2) stops there, as the engines' does: the failing parameter keeps
+// what its step changed before failing, and no parameter after it is updated.
 std::map<std::string, Shadow> run_step(OptimizerKind kind, const Record& before,
                                        const std::vector<GroupObservation>& groups,
                                        std::map<std::string, ResolvedOptions>& last_options) {
   std::map<std::string, Shadow> shadows;
+  bool stopped = false;
   for (const GroupObservation& group : groups) {
+    if (stopped) break;
     const ResolvedOptions o = resolve(group.options);
     for (const std::string& name : group.params) {
+      if (stopped) break;
       const ParamObservation* p = before.state.param(name);
       if (!p || !p->grad.defined) continue;  // SEM-4.3: skipped
       auto [it, fresh] = shadows.try_emplace(name);
@@ -251,12 +278,16 @@ std::map<std::string, Shadow> run_step(OptimizerKind kind, const Record& before,
       raise_peak(s);
       if (const auto step_in_double = describe(kind).step_in_double) {  // optimizer_descriptions.h
         ShadowParam shadow{s.p, s.g, s.step, s.state};
-        if (!s.failed && step_in_double(resolved_options(kind, group.options), shadow)) {
+        const bool ok = step_in_double(resolved_options(kind, group.options), shadow);
+        // A failing step still counted and updated what it reached (RMSprop's square_avg, SEM-14.2): those values
+        // are the engines' too, and carry the inputs' deviation like any other. The parameter is not changed.
+        s.step = shadow.step;
+        s.state = std::move(shadow.state);
+        if (ok) {
           s.p = std::move(shadow.p);
-          s.step = shadow.step;
-          s.state = std::move(shadow.state);
         } else {
           s.failed = true;
+          stopped = true;
         }
       } else if (kind == OptimizerKind::SGD) {
         sgd_step(s, o);
@@ -333,11 +364,13 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
     const ParamObservation* aa = actual_after.state.param(name);
     if (!same_state(eb, ab) || !same_state(ea, aa)) continue;
     if (described) {
-      if (se.failed || sa.failed) continue;
-      b.fields[name + " → value"] = deviation(sa.p, se.p);
+      // A step that failed on one side only is a structural difference (the error kind), no rounding to carry. Where
+      // both failed at the same parameter, what they updated before failing carries the deviation (SEM-14.2).
+      if (se.failed != sa.failed) continue;
+      carry(b, name + " → value", sa.p, se.p);
       for (const auto& [field, values] : se.state) {
         auto other = sa.state.find(field);
-        if (other != sa.state.end()) b.fields[name + " → " + field] = deviation(other->second, values);
+        if (other != sa.state.end()) carry(b, name + " → " + field, other->second, values);
       }
       continue;
     }
@@ -349,10 +382,10 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
         sa.p = std::move(*pa);
       }
     }
-    b.fields[name + " → value"] = deviation(sa.p, se.p);
+    carry(b, name + " → value", sa.p, se.p);
     auto field = [&](const char* what, const std::optional<std::vector<double>>& x,
                      const std::optional<std::vector<double>>& y) {
-      if (x && y) b.fields[name + " → " + what] = deviation(*y, *x);
+      if (x && y) carry(b, name + " → " + what, *y, *x);
     };
     field("momentum_buffer", se.buf, sa.buf);
     field("exp_avg", se.m, sa.m);
@@ -369,7 +402,7 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
           }
         return v;
       };
-      b.fields[name + " → max_exp_avg_sq"] = deviation(vmax_of(*ab, *aa), vmax_of(*eb, *ea));
+      carry(b, name + " → max_exp_avg_sq", vmax_of(*ab, *aa), vmax_of(*eb, *ea));
     } else {
       field("max_exp_avg_sq", se.vmax, sa.vmax);
     }

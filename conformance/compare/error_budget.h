@@ -26,7 +26,12 @@
 //    side's previous parameter, grad and state; the parameter update reads each side's own new moments
 //    and momentum buffer (what the engine actually used), so rounding inside the moments (subnormal
 //    second moments in particular) reaches the parameter's budget.
-// Non-finite budget elements are 0 (non-finite values are compared exactly anyway).
+// Non-finite budget elements are 0 (non-finite values are compared exactly anyway), but the two evaluations are kept
+// (`evaluations`): where the engines' results differ in class (NaN, +inf, -inf, finite), the difference is accepted
+// when the inputs' deviation straddles a singularity of f, i.e. f in double is of the oracle's class at the oracle's
+// inputs and of the implementation's class at the implementation's (RMSprop with eps = 0: 0/0 where a grad is 0 on
+// one side and 0 up to the budget on the other), a finite value then within k ULPs of f(x_actual) (SEMANTICS §9.2,
+// comparator.cc). With equal inputs the two evaluations are equal, so this never applies in lockstep.
 // For float64 values the double evaluation of f rounds as coarsely as the engines do, so where delta is not 0
 // the comparator allows k more ULPs (comparator.cc).
 //
@@ -37,6 +42,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conformance/program/program.h"
@@ -48,8 +54,12 @@ struct ErrorBudget {
   // Field path as in Difference::path without the index ("w → grad", "w → exp_avg", "output → value",
   // "handle g0 → value") -> per element, in the tensor's row-major order: f(x_actual) - f(x_expected).
   std::map<std::string, std::vector<double>> fields;
+  // Per field where f was evaluated on both sides: {f(x_expected), f(x_actual)} per element, non-finite elements
+  // kept (the header comment: a singularity straddled).
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> evaluations;
 
   const std::vector<double>* find(const std::string& field) const;
+  const std::pair<std::vector<double>, std::vector<double>>* evaluation(const std::string& field) const;
   bool empty() const { return fields.empty(); }
 };
 

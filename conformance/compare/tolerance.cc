@@ -628,6 +628,12 @@ void zero_non_finite(std::vector<double>& v) {
     if (!std::isfinite(x)) x = 0;
 }
 
+// The signed backward (below); with `straddles`, it also marks per parameter the grad elements whose class hangs on a
+// rounding (OperandScales::grad_straddle).
+void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
+                     std::map<std::string, std::vector<double>>& grads, DType dtype,
+                     std::map<std::string, std::vector<char>>* straddles);
+
 }  // namespace
 
 OperandScales operand_scales(const Expr& loss, const EngineState& params_state,
@@ -647,6 +653,30 @@ OperandScales operand_scales(const Expr& loss, const EngineState& params_state,
     backward_scales(tape.nodes, seed, tape.min_normal(), out);
     zero_non_finite(out.output);
     for (auto& [name, g] : out.grad) zero_non_finite(g);
+    // The signed backward, for the grads whose class (NaN or ±inf) a rounding decides (tolerance.h); where it cannot
+    // run, no element is straddled.
+    try {
+      const DType dtype = tape.min_normal() == static_cast<double>(std::numeric_limits<float>::min()) ? DType::Float32
+                                                                                                       : DType::Float64;
+      std::vector<double> signed_seed(root.v.size(), 1.0);
+      if (gradient && gradient->size() == root.v.size()) signed_seed = *gradient;
+      std::map<std::string, std::vector<double>> values;
+      std::map<std::string, std::vector<char>> straddles;
+      backward_values(tape.nodes, signed_seed, values, dtype, &straddles);
+      for (const auto& [name, marked] : straddles) {
+        const std::vector<double>& v = values[name];
+        if (v.size() != marked.size() || std::none_of(marked.begin(), marked.end(), [](char c) { return c != 0; }))
+          continue;
+        std::vector<double>& to = out.grad_straddle[name];
+        to.assign(v.size(), 0.0);
+        for (size_t i = 0; i < v.size(); ++i)
+          if (marked[i] && std::isinf(v[i])) to[i] = v[i];
+      }
+    } catch (const CannotEvaluate&) {
+      out.grad_straddle.clear();
+    } catch (const std::exception&) {
+      out.grad_straddle.clear();
+    }
   } catch (const CannotEvaluate&) {
     return OperandScales{};
   } catch (const std::exception&) {
@@ -660,27 +690,54 @@ OperandScales operand_scales(const Expr& loss, const EngineState& params_state,
 
 namespace {
 
+// How close to saturation (in ULPs of its scale, the default k of tolerance.h) tanh's or sigmoid's output may be
+// rounded to exactly +-1 (or 0, 1) by an engine: LibTorch's tanh and libm's differ by an ULP there (SEMANTICS §9.1).
+constexpr double kStraddleUlps = 4;
+
 // The backward with signed values: each node's gradient `s` distributed to its operands through the local
-// derivative (reuses Node::s for the signed gradient).
+// derivative (reuses Node::s for the signed gradient). With `straddles` (dtype: the parameters' narrowest), each
+// element is also marked where an infinite incoming gradient met a local derivative that is 0 within the rounding
+// of its operand (tanh's 1 - y^2, sigmoid's y (1 - y) at saturation: inf * 0 is NaN on an engine whose y rounded to
+// exactly 1, ±inf on the other), and the mark follows the gradient down to the parameters: element by element
+// through element-wise ops, to every element of the operands of the others.
 void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
-                     std::map<std::string, std::vector<double>>& grads) {
+                     std::map<std::string, std::vector<double>>& grads, DType dtype,
+                     std::map<std::string, std::vector<char>>* straddles) {
   for (Node& n : nodes) n.s.assign(n.v.size(), 0.0);
   nodes.back().s = seed;
+  std::vector<std::vector<char>> marks;
+  if (straddles)
+    for (const Node& n : nodes) marks.emplace_back(n.v.size(), 0);
   for (size_t k = nodes.size(); k-- > 0;) {
     Node& n = nodes[k];
     const Expr& e = *n.expr;
     auto child = [&](size_t i) -> Node& { return nodes[n.args.at(i)]; };
     auto at = [](const Node& c, size_t j) { return c.v.size() == 1 ? size_t{0} : j; };
-    auto elementwise = [&](size_t i, const std::function<double(size_t)>& local) {
+    bool routed = false;  // the marks went to the operands element by element
+    auto elementwise = [&](size_t i, const std::function<double(size_t)>& local,
+                           const std::function<bool(size_t)>& zero_within_rounding = nullptr) {
       std::vector<double> g(n.s.size());
       for (size_t j = 0; j < n.s.size(); ++j) g[j] = n.s[j] == 0 ? 0.0 : n.s[j] * local(j);
       accumulate(child(i).s, g);
+      if (!straddles) return;
+      routed = true;
+      std::vector<char>& to = marks[n.args.at(i)];
+      for (size_t j = 0; j < n.s.size() && !to.empty(); ++j)
+        if (marks[k][j] || (zero_within_rounding && std::isinf(n.s[j]) && zero_within_rounding(j)))
+          to[to.size() == n.s.size() ? j : 0] = 1;
     };
+    auto within_rounding = [&](double distance, double scale) { return distance <= kStraddleUlps * ulp(scale, dtype); };
     switch (e.op) {
       case Op::Param: {
         std::vector<double>& g = grads[e.name];
         if (g.empty()) g.assign(n.s.size(), 0.0);
         accumulate(g, n.s);
+        if (straddles) {
+          std::vector<char>& m = (*straddles)[e.name];
+          if (m.empty()) m.assign(n.s.size(), 0);
+          for (size_t j = 0; j < m.size() && j < marks[k].size(); ++j) m[j] = m[j] || marks[k][j];
+        }
+        routed = true;
         break;
       }
       case Op::Const: break;
@@ -728,8 +785,14 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
         elementwise(0, [&](size_t j) { return 1 / a.v[j]; });
         break;
       }
-      case Op::Tanh: elementwise(0, [&](size_t j) { return 1 - n.v[j] * n.v[j]; }); break;
-      case Op::Sigmoid: elementwise(0, [&](size_t j) { return n.v[j] * (1 - n.v[j]); }); break;
+      case Op::Tanh:
+        elementwise(0, [&](size_t j) { return 1 - n.v[j] * n.v[j]; },
+                    [&](size_t j) { return within_rounding(1 - std::fabs(n.v[j]), n.b[j]); });
+        break;
+      case Op::Sigmoid:
+        elementwise(0, [&](size_t j) { return n.v[j] * (1 - n.v[j]); },
+                    [&](size_t j) { return within_rounding(1 - n.v[j], n.b[j]) || within_rounding(n.v[j], n.b[j]); });
+        break;
       case Op::Relu: {
         const Node& a = child(0);
         elementwise(0, [&](size_t j) { return a.v[j] > 0 ? 1.0 : 0.0; });
@@ -784,6 +847,9 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
         break;
       }
     }
+    // Reductions, matmul, linear, embedding, cross_entropy: a marked element reaches every operand element.
+    if (straddles && !routed && std::any_of(marks[k].begin(), marks[k].end(), [](char c) { return c != 0; }))
+      for (int a : n.args) std::fill(marks[a].begin(), marks[a].end(), char{1});
   }
 }
 
@@ -799,7 +865,7 @@ ExactEvaluation exact_evaluation(const Expr& loss, const EngineState& params_sta
     out.output = root.v;
     std::vector<double> seed(root.v.size(), 1.0);
     if (gradient && gradient->size() == root.v.size()) seed = *gradient;
-    backward_values(tape.nodes, seed, out.grad);
+    backward_values(tape.nodes, seed, out.grad, DType::Float64, nullptr);
     out.ok = true;
   } catch (const CannotEvaluate&) {
     return ExactEvaluation{};

@@ -37,6 +37,10 @@
 // infinite operand, x / inf, is exact and judged at its own magnitude).
 // Subnormals: a rounded intermediate in the subnormal range has an absolute error of up to one denormal, so
 // every computed node's scale (forward and backward) is at least the dtype's smallest normal number.
+// Classes decided by a rounding: where an infinite gradient flows through tanh or sigmoid within k ULPs of saturation,
+// the local derivative 1 - y^2 (y (1 - y)) is 0 on an engine whose y rounded to exactly 1 and tiny on the other
+// (LibTorch's tanh and libm's differ by an ULP there), so the grad is NaN (inf * 0) on one and ±inf on the other. Such
+// elements (OperandScales::grad_straddle) accept NaN against the specification's own ±inf, either way round.
 // Without re-synchronisation (free-running, replay, drivers) the bound also carries an error budget
 // (error_budget.h): the deviation already accepted in the action's inputs, propagated through the action.
 //
@@ -101,6 +105,9 @@ struct OperandScales {
   std::vector<double> output;                          // per element of the output
   std::map<std::string, std::vector<double>> grad;     // per parameter reached, per element
   int64_t reduction_length = 1;                        // n: the longest reduction (header comment)
+  // Per parameter with such an element: the grad's signed value in double (±inf) where its class hangs on a rounding
+  // (header comment: an infinite gradient through tanh or sigmoid at saturation), else 0.
+  std::map<std::string, std::vector<double>> grad_straddle;
 };
 
 // `params_state` supplies the parameters' values (the oracle's state before the forward). `gradient` is

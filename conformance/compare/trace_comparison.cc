@@ -19,6 +19,8 @@ void alias_output_budget(const Record& expected, const Record& actual, ErrorBudg
     const std::vector<double>* b = budget.find(pe.name + " → value");
     if (pa && b && pe.value == expected.state.output->value && pa->value == actual.state.output->value) {
       budget.fields["output → value"] = *b;
+      if (const auto* evaluation = budget.evaluation(pe.name + " → value"))
+        budget.evaluations["output → value"] = *evaluation;
       return;
     }
   }
@@ -127,9 +129,19 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   if (!budget.empty()) ctx.budget = &budget;
   Imprecision imprecision;
   ctx.imprecision = &imprecision;
+  std::vector<Difference> accepted;
+  ctx.accepted = &accepted;
   std::vector<Difference> d =
       apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index, action_name(action.kind),
                  expected, actual);
+  // Differences a rule of the comparison accepted (a singularity straddled, SEMANTICS §9.1, §9.2): a pass, listed.
+  for (Difference& x : accepted) {
+    std::string reason = x.bound;
+    if (ended_at_singularity_.empty())
+      ended_at_singularity_ = "action " + std::to_string(index) + " (" + action_name(action.kind) + "): " +
+                              difference_text(x);
+    masked_.push_back(MaskedDifference{index, action_name(action.kind), std::move(x), std::move(reason), true});
+  }
   note_imprecision(imprecision, "action " + std::to_string(index) + " (" + action_name(action.kind) + ")");
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);

@@ -9,6 +9,8 @@
 // its inputs already had (the error budget); after resynchronised() the sides are equal and the budget is 0.
 // A FieldMask (expectations.h) accepts the differences it matches: they are kept in masked() with the
 // entry's reason and not returned, so the comparison goes on and a later unmasked difference still fails.
+// Differences a rule of the comparison accepts (a NaN or infinity on one side where a singularity is straddled,
+// comparator.h) are kept in masked() too, as passes (by_profile), with the rule as their reason.
 //
 // Example:
 //   TraceComparison cmp(program, Tolerance{});
@@ -35,7 +37,9 @@ struct MaskedDifference {
   std::string action;                  // "init", "step", ...
   Difference difference;
   std::string reason;                  // the expectation's reason
-  bool by_profile = false;             // an API profile's rule (api_profile.h): a pass, not a known discrepancy
+  // A rule's, not an expectation's: an API profile's (api_profile.h) or the comparison's own (a singularity straddled,
+  // comparator.h CompareContext::accepted). A pass, not a known discrepancy.
+  bool by_profile = false;
 };
 
 class TraceComparison {
@@ -58,6 +62,9 @@ class TraceComparison {
   const OptionalFieldCounts& optional_fields() const { return optional_fields_; }
   // Values judged imprecise so far (comparator.h, SEMANTICS §9.6); `first` names the record.
   const Imprecision& imprecision() const { return imprecision_; }
+  // Set when a rule accepted a NaN or infinity on one side only (a singularity straddled, SEMANTICS §9.2): every later
+  // record follows from it, so the comparison ends there ("action 3 (step): p0 → value[0] ..."), as a pass.
+  const std::string& ended_at_singularity() const { return ended_at_singularity_; }
 
  private:
   struct HeldForward {
@@ -76,6 +83,7 @@ class TraceComparison {
   bool masked_structure_ = false;
   OptionalFieldCounts optional_fields_;
   Imprecision imprecision_;
+  std::string ended_at_singularity_;
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
   std::optional<HeldForward> held_;

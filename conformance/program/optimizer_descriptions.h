@@ -95,8 +95,10 @@ struct OptimizerDescription {
   bool (*rejects)(const OptimizerOptions& resolved) = nullptr;
   // Tolerance scales of one step (null: the comparator's own rules for SGD and the Adam family).
   void (*step_scales)(const StepScaleInputs& in, StepScaleOutputs& out) = nullptr;
-  // The step in double (null: error_budget.cc's own SGD and Adam family). Returns false where the state
-  // cannot take the step (a state tensor the options need was not created): no budget then.
+  // The step in double (null: error_budget.cc's own SGD and Adam family). Returns false where the step fails on
+  // this state (a state tensor the options need was not created, SEM-14.2, SEM-15.2), having done to `s` what the
+  // engines do before failing (RMSprop: the count and square_avg) and leaving the parameter unchanged; the engines'
+  // whole step stops there.
   bool (*step_in_double)(const OptimizerOptions& resolved, ShadowParam& s) = nullptr;
 };
 

@@ -63,8 +63,10 @@ void rmsprop_scales(const StepScaleInputs& in, StepScaleOutputs& out) {
   }
 }
 
-// SEM-14.3 in double. The state is created at the first step from the options then (SEM-14.2); a later step
-// that needs a tensor the state lacks fails after updating square_avg (and the count), and has no budget.
+// SEM-14.3 in double. The state is created at the first step from the options then (SEM-14.2). A later step that
+// needs a tensor the state lacks fails, and does what the engines do before failing: it counts the step and updates
+// square_avg, and grad_avg where centered finds one (a missing grad_avg fails first, a missing momentum buffer after
+// it); the parameter is not changed. Returns false then (error_budget.cc carries the state it leaves).
 bool rmsprop_step(const OptimizerOptions& o, ShadowParam& s) {
   const size_t n = s.p.size();
   const double lr = *o.lr, alpha = *o.alpha, eps = *o.eps, wd = *o.weight_decay, momentum = *o.momentum;
@@ -74,25 +76,38 @@ bool rmsprop_step(const OptimizerOptions& o, ShadowParam& s) {
     if (momentum > 0) s.state["momentum_buffer"] = std::vector<double>(n, 0.0);
     if (centered) s.state["grad_avg"] = std::vector<double>(n, 0.0);
   }
-  if ((centered && !s.state.count("grad_avg")) || (momentum > 0 && !s.state.count("momentum_buffer"))) return false;
-  s.step += 1;
   std::vector<double>& sa = s.state["square_avg"];
+  if (sa.size() != n) return false;
+  s.step += 1;
+  std::vector<double> g(n);
   for (size_t i = 0; i < n; ++i) {
-    const double g = s.g[i] + (wd != 0 ? wd * s.p[i] : 0.0);
-    sa[i] = alpha * sa[i] + (1 - alpha) * g * g;
-    double x = sa[i];
-    if (centered) {
-      double& ga = s.state["grad_avg"][i];
-      ga = alpha * ga + (1 - alpha) * g;
-      x -= ga * ga;
+    g[i] = s.g[i] + (wd != 0 ? wd * s.p[i] : 0.0);
+    sa[i] = alpha * sa[i] + (1 - alpha) * g[i] * g[i];
+  }
+  std::vector<double> x = sa;
+  if (centered) {
+    auto it = s.state.find("grad_avg");
+    if (it == s.state.end() || it->second.size() != n) return false;  // fails before touching grad_avg
+    std::vector<double>& ga = it->second;
+    for (size_t i = 0; i < n; ++i) {
+      ga[i] = alpha * ga[i] + (1 - alpha) * g[i];
+      x[i] -= ga[i] * ga[i];
     }
-    const double avg = std::sqrt(x) + eps;
-    if (momentum > 0) {
-      double& b = s.state["momentum_buffer"][i];
-      b = momentum * b + g / avg;
+  }
+  std::vector<double>* buf = nullptr;
+  if (momentum > 0) {
+    auto it = s.state.find("momentum_buffer");
+    if (it == s.state.end() || it->second.size() != n) return false;  // fails after square_avg (and grad_avg)
+    buf = &it->second;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double avg = std::sqrt(x[i]) + eps;
+    if (buf) {
+      double& b = (*buf)[i];
+      b = momentum * b + g[i] / avg;
       s.p[i] -= lr * b;
     } else {
-      s.p[i] -= lr * g / avg;
+      s.p[i] -= lr * g[i] / avg;
     }
   }
   return true;

@@ -179,6 +179,11 @@ class Run {
       if (!free_running || structural) return false;
       return true;
     }
+    if (!comparison.ended_at_singularity().empty()) {
+      result_.stop_reason = "a singularity straddled at " + comparison.ended_at_singularity() +
+                            " (SEMANTICS §9.2): the later records follow from it and are not compared";
+      return false;
+    }
     if (free_running || comparison.masked_structure()) return true;
     // Lockstep: structure (and numbers) agree, so re-synchronise the engine under test (SEMANTICS §9).
     const std::string phase = index ? fmt::format("synchronise() after action {} ({})", *index, action)

@@ -145,6 +145,7 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
       void operator()() const {
         r.masked = c.masked();
         r.optional_fields = c.optional_fields();
+        r.imprecision = c.imprecision();
       }
     } keep_masked{result, comparison};
     ErrorStats stats;
@@ -173,6 +174,7 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
         keep_masked();
         return fail("mismatch", "");
       }
+      if (!comparison.ended_at_singularity().empty()) break;  // SEMANTICS §9.2: the later records follow from it
     }
     keep_masked();
     if (actual.records.size() > program.actions.size())

@@ -82,6 +82,7 @@ struct ReplayCaseResult {
   std::vector<Difference> differences;   // every difference of that record
   std::vector<MaskedDifference> masked;  // differences an expectation accepted (the comparison went on)
   OptionalFieldCounts optional_fields;   // optional trace fields compared / untested (optional_fields.h)
+  Imprecision imprecision;               // values whose bound was at least their magnitude (SEMANTICS §9.6)
   // Skipped: the feature the driver does not support.
   std::string skipped_feature;
   // Matched expected-failure entry (ExpectedFailure / UnexpectedPass).
