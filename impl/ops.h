@@ -67,6 +67,8 @@ Tensor mean(const Tensor& a);                                 // -> 0-d, sum / n
 Tensor expand(const Tensor& scalar, const Shape& shape);      // 0-d -> shape (every element = scalar)
 Tensor sum_to(const Tensor& grad, const Shape& shape);        // undoes expand: grad itself or its sum
 Tensor sum_dim(const Tensor& a, int dim);                     // (R,C) -> (C) for dim 0, (R) for dim 1
+// sum_dim whose sums of -0s are -0 (log_softmax's backward, SEMANTICS §9.5); otherwise the same numbers.
+Tensor sum_dim_of_signed_zeros(const Tensor& a, int dim);
 Tensor expand_dim(const Tensor& v, int dim, int64_t size);    // (C) -> (size,C) for dim 0; (R) -> (R,size)
 Tensor transpose(const Tensor& a);                            // (R,C) -> (C,R)
 

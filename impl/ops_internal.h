@@ -82,16 +82,18 @@ Tensor map_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
 }
 
 // Sum of p[0], p[stride], ... (n terms) in T, pairwise for accuracy: the error grows with log n, not n.
+// `start` is where each block's sum starts: +0 (a sum of -0s is +0, as LibTorch's sums), or -0 (the same sum, but
+// -0 for terms that are all -0: only the sign of a zero differs, SEMANTICS §9.5).
 template <class T>
-T pairwise_sum(const T* p, int64_t n, int64_t stride = 1) {
+T pairwise_sum(const T* p, int64_t n, int64_t stride = 1, T start = T(0)) {
   constexpr int64_t kBlock = 32;
   if (n <= kBlock) {
-    T s = T(0);
+    T s = start;
     for (int64_t i = 0; i < n; ++i) s += p[i * stride];
     return s;
   }
   int64_t half = n / 2;
-  return pairwise_sum(p, half, stride) + pairwise_sum(p + half * stride, n - half, stride);
+  return pairwise_sum(p, half, stride, start) + pairwise_sum(p + half * stride, n - half, stride, start);
 }
 
 }  // namespace lockstep::impl::ops::detail

@@ -137,7 +137,8 @@ Tensor log_softmax(const Tensor& x) {
   return record_saving_output(out, "LogSoftmaxBackward", {x}, [cols](const Node& self, const Tensor& g) {
     // dx = g - softmax(x) * rowsum(g), softmax = exp(the saved output)
     Tensor softmax = exp(saved_output(self));
-    Tensor row_sums = expand_dim(sum_dim(g, 1), 1, cols);  // (N,C)
+    // A row of -0s sums to -0 here (LibTorch's, black-box), so dx = -0 - softmax * -0 = +0 (SEMANTICS §9.5)
+    Tensor row_sums = expand_dim(sum_dim_of_signed_zeros(g, 1), 1, cols);  // (N,C)
     return std::vector<Tensor>{sub(g, mul(softmax, row_sums))};
   });
 }

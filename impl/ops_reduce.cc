@@ -70,7 +70,8 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
   detail::fail("sum_to", "cannot reduce shape " + shape_string(grad.shape()) + " to " + shape_string(shape));
 }
 
-Tensor sum_dim(const Tensor& a, int dim) {
+namespace {
+Tensor sum_dim_from(const Tensor& a, int dim, bool negative_zero_start) {
   detail::require_dim("sum_dim", a, 2);
   if (dim != 0 && dim != 1) detail::fail("sum_dim", "dim must be 0 or 1");
   const int64_t rows = a.shape()[0], cols = a.shape()[1];
@@ -80,10 +81,11 @@ Tensor sum_dim(const Tensor& a, int dim) {
     using T = decltype(zero);
     const T* x = a.data<T>();
     T* o = out.data<T>();
+    const T start = negative_zero_start ? T(-0.0) : T(0);
     if (dim == 0) {
-      for (int64_t c = 0; c < cols; ++c) o[c] = pairwise_sum(x + c, rows, cols);
+      for (int64_t c = 0; c < cols; ++c) o[c] = pairwise_sum(x + c, rows, cols, start);
     } else {
-      for (int64_t r = 0; r < rows; ++r) o[r] = pairwise_sum(x + r * cols, cols);
+      for (int64_t r = 0; r < rows; ++r) o[r] = pairwise_sum(x + r * cols, cols, int64_t{1}, start);
     }
   });
   const int64_t removed = dim == 0 ? rows : cols;
@@ -91,6 +93,10 @@ Tensor sum_dim(const Tensor& a, int dim) {
     return std::vector<Tensor>{expand_dim(g, dim, removed)};
   });
 }
+}  // namespace
+
+Tensor sum_dim(const Tensor& a, int dim) { return sum_dim_from(a, dim, false); }
+Tensor sum_dim_of_signed_zeros(const Tensor& a, int dim) { return sum_dim_from(a, dim, true); }
 
 Tensor expand_dim(const Tensor& v, int dim, int64_t size) {
   detail::require_dim("expand_dim", v, 1);

@@ -266,6 +266,13 @@ class Comparer {
       d.actual = av;
       d.expected_text = number_text(ev, dtype);
       d.actual_text = number_text(av, dtype);
+      d.dtype = dtype;
+      d.field = prefix;
+      d.element = i;
+      if (has_actual_previous) {
+        d.has_actual_before = true;
+        d.actual_before = actual_previous->data[i];
+      }
       d.ulp_error = ulp_error;
       if (rule) {
         d.absolute_error = std::fabs(av - ev);

@@ -56,6 +56,12 @@ struct Difference {
   // relative_error and ulp_error are the actual value's distance from it (what was judged), bound_value the largest
   // distance allowed (allowed_ulps * ulp(scale), allowed_ulps as applied).
   double centre = std::numeric_limits<double>::quiet_NaN();
+  DType dtype = DType::Float32;           // the tensor's (numeric differences)
+  std::string field;                      // the path without the index: "w → grad" (numeric differences)
+  size_t element = 0;                     // the flat row-major index of the element
+  // The implementation's value of the element at its previous record, where it had one (expectations' "unchanged").
+  bool has_actual_before = false;
+  double actual_before = std::numeric_limits<double>::quiet_NaN();
   double bound_value = std::numeric_limits<double>::quiet_NaN();
   std::string bound;          // "4 ulp of 3.5 (float32)", or a rule: "exact", "NaN must match NaN"
   // A summary entry that stands for this many further out-of-tolerance elements of the tensor at `path`

@@ -410,3 +410,77 @@ TEST(Sem9Comparator, NumberTextIsShortestRoundTrip) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// Issue 28: the first difference of a record is the first wrong quantity: the state a step computes, then the value
+// it moves (a velocity-form SGD has a wrong momentum buffer and a value that looks right).
+TEST(Sem8Comparator, StateIsReportedBeforeTheValueItFeeds) {
+  Record e = rich_record(), a = rich_record();
+  a.state.params[0].state.exp_avg->data[0] = 0.7;
+  a.state.params[0].value.data[0] = 9;
+  const std::vector<Difference> d = compare(e, a);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].path, "w → exp_avg[0,0]");
+  EXPECT_EQ(d[1].path, "w → value[0,0]");
+}
+
+// The centre of the bound is the expected value at the implementation's inputs (expected + carried); the error is
+// measured from it and the line says so, with the bound that was applied.
+TEST(Sem9Comparator, ACarriedDeviationMovesTheCentreAndTheLineShowsErrorAndBound) {
+  Record e = record("step", {param_obs("w", f32({}, {0.5}))});
+  Record a = e;
+  ErrorBudget budget;
+  budget.fields["w → value"] = {0.25};
+  CompareContext ctx;
+  ctx.budget = &budget;
+  const std::vector<Difference> d = compare_records(e, a, nullptr, ctx);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_DOUBLE_EQ(d[0].centre, 0.75);
+  EXPECT_DOUBLE_EQ(d[0].absolute_error, 0.25);
+  EXPECT_GT(d[0].bound_value, 0);
+  EXPECT_LT(d[0].bound_value, 1e-6);
+  const std::string line = difference_text(d[0]);
+  EXPECT_NE(line.find("expected 0.5 (0.75 at its own inputs, +0.25 carried), actual 0.5: error 0.25 > bound"),
+            std::string::npos)
+      << line;
+  // Within the bound of the centre: no difference.
+  a.state.params[0].value.data[0] = 0.75;
+  EXPECT_TRUE(compare_records(e, a, nullptr, ctx).empty());
+}
+
+// SEMANTICS §9.5: the sign of a zero whose operands were all zero is compared; a zero that rounding or cancellation
+// made of non-zero operands may have either sign.
+TEST(Sem9Comparator, TheSignOfZeroIsComparedWhereEveryOperandWasZero) {
+  Record e = record("step", {param_obs("w", f64({2}, {-0.0, 0.0}))});
+  Record a = record("step", {param_obs("w", f64({2}, {0.0, 0.0}))});
+  std::vector<Difference> d = compare(e, a);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "w → value[0]");
+  EXPECT_EQ(d[0].bound, "the sign of zero must match");
+  // The same zero moved from 1 (an operand that was not zero): either sign.
+  Record before = record("init", {param_obs("w", f64({2}, {1.0, 1.0}))});
+  EXPECT_TRUE(compare(e, a, &before).empty());
+}
+
+// SEMANTICS §9.6: a tensor none of whose values exceeds its bound is imprecise; one resolved value is enough.
+TEST(Sem9Comparator, ATensorWhoseBoundExceedsEveryValueIsImprecise) {
+  Record before = record("init", {param_obs("w", f32({2}, {1e8f, 1e8f}))});
+  Record e = record("step", {param_obs("w", f32({2}, {3, 4}))});
+  Imprecision im;
+  CompareContext ctx;
+  ctx.imprecision = &im;
+  EXPECT_TRUE(compare_records(e, e, &before, ctx).empty());
+  EXPECT_EQ(im.values, 1);
+  EXPECT_NE(im.first.find("w → value[1]"), std::string::npos) << im.first;
+  Imprecision resolved;
+  ctx.imprecision = &resolved;
+  Record before2 = record("init", {param_obs("w", f32({2}, {1e8f, 0}))});
+  Record e2 = record("step", {param_obs("w", f32({2}, {3, 4}))});
+  EXPECT_TRUE(compare_records(e2, e2, &before2, ctx).empty());
+  EXPECT_EQ(resolved.values, 0);
+}
+
+}  // namespace
+}  // namespace lockstep

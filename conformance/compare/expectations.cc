@@ -5,9 +5,13 @@
 #include "conformance/program/data_dir.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
+#include "conformance/compare/formula_variants.h"
+#include "conformance/compare/tolerance.h"
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/trace.h"
@@ -47,6 +51,87 @@ void params_of(const Expr& e, std::set<std::string>& out) {
   walk_expr(e, [&](const Expr& node) {
     if (node.op == Op::Param) out.insert(node.name);
   });
+}
+}  // namespace
+
+const std::vector<std::string>& value_classes() {
+  static const std::vector<std::string> c = {"nan", "inf", "+inf", "-inf", "finite", "zero", "+0", "-0", "nonzero"};
+  return c;
+}
+
+bool value_in_class(double v, const std::string& c) {
+  if (c == "nan") return std::isnan(v);
+  if (c == "inf") return std::isinf(v);
+  if (c == "+inf") return std::isinf(v) && v > 0;
+  if (c == "-inf") return std::isinf(v) && v < 0;
+  if (c == "finite") return std::isfinite(v);
+  if (c == "zero") return v == 0;
+  if (c == "+0") return v == 0 && !std::signbit(v);
+  if (c == "-0") return v == 0 && std::signbit(v);
+  if (c == "nonzero") return std::isfinite(v) && v != 0;
+  return false;
+}
+
+namespace {
+std::vector<std::string> split_parts(const std::string& s) {
+  static const std::string arrow = " → ";
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t at; (at = s.find(arrow, start)) != std::string::npos; start = at + arrow.size())
+    out.push_back(s.substr(start, at - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+bool names_a_subject_kind(const std::string& part) {
+  return part.rfind("output", 0) == 0 || part.rfind("handle ", 0) == 0 || part.rfind("group ", 0) == 0;
+}
+}  // namespace
+
+bool field_glob_match(const std::string& glob, const std::string& path) {
+  const std::vector<std::string> g = split_parts(glob), p = split_parts(path);
+  if (g.size() != p.size()) return false;
+  // The subject: "output", "handle g0", "group 1" only by a glob that names that kind; "*" names parameters.
+  if (g.size() > 1 && names_a_subject_kind(p[0]) && !names_a_subject_kind(g[0])) return false;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!glob_match(g[i], p[i])) return false;
+  return true;
+}
+
+namespace {
+// Paths of every kind of number a trace holds (comparator.h): a field glob that matches one of them masks numbers.
+std::vector<std::string> numeric_sample_paths() {
+  std::vector<std::string> out = {"p → value", "p → value[0]", "p → grad", "p → grad[0]", "handle h → value",
+                                  "handle h → value[0]", "output → value", "output → value[0]"};
+  for (const char* s : {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum"}) {
+    out.push_back(std::string("p → ") + s);
+    out.push_back(std::string("p → ") + s + "[0]");
+  }
+  return out;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+bool accepts(const Acceptance& a, const Difference& d, const VariantEvaluator* variant) {
+  auto in_classes = [](double v, const std::vector<std::string>& classes) {
+    return classes.empty() ||
+           std::any_of(classes.begin(), classes.end(), [&](const std::string& c) { return value_in_class(v, c); });
+  };
+  if (!a.expected_classes.empty() || !a.actual_classes.empty())
+    return in_classes(d.expected, a.expected_classes) && in_classes(d.actual, a.actual_classes);
+  if (a.unchanged) return d.has_actual_before && same_bits(d.actual, d.actual_before);
+  if (!std::isfinite(d.actual) || std::isnan(d.centre)) return false;  // rules (NaN, inf, the sign of zero): exact
+  if (a.ulps > 0) {
+    const DType dtype = a.ulps_dtype.value_or(d.dtype);
+    return std::fabs(d.actual - d.centre) <= a.ulps * ulp(d.scale, dtype);
+  }
+  if (!a.variant.empty() && variant) {
+    const std::optional<double> v = (*variant)(a.variant, d);
+    if (!v || !std::isfinite(*v)) return false;
+    // The comparator's bound, and the rounding of the variant's own result.
+    const double allowed = std::max(d.bound_value, d.allowed_ulps * ulp(*v, d.dtype));
+    return std::fabs(d.actual - *v) <= allowed;
+  }
+  return false;
 }
 }  // namespace
 
@@ -117,18 +202,30 @@ std::optional<size_t> first_action_in_situation(const Program& program, const st
 const Expectation* FieldMask::match(const std::string& path, const std::vector<std::string>& error_kinds,
                                     const std::string& expected_text, const std::string& actual_text,
                                     std::optional<size_t> record) const {
+  Difference d;
+  d.kind = DifferenceKind::Structure;
+  d.path = path;
+  d.expected_text = expected_text;
+  d.actual_text = actual_text;
+  return match(d, error_kinds, record, nullptr);
+}
+
+const Expectation* FieldMask::match(const Difference& d, const std::vector<std::string>& error_kinds,
+                                    std::optional<size_t> record, const VariantEvaluator* variant) const {
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Expectation* e = entries_[i];
     if (!e->from.empty() && !(from_[i] && record && *record >= *from_[i])) continue;
-    if (!glob_match(e->expected_value, expected_text) || !glob_match(e->actual_value, actual_text)) continue;
+    if (!glob_match(e->expected_value, d.expected_text) || !glob_match(e->actual_value, d.actual_text)) continue;
     if (!e->errors.empty()) {
       bool raised = false;
       for (const std::string& g : e->errors)
         for (const std::string& k : error_kinds) raised = raised || glob_match(g, k);
       if (!raised) continue;
     }
+    if (d.kind == DifferenceKind::Numeric && (!e->accept.given || d.omitted > 0 || !accepts(e->accept, d, variant)))
+      continue;
     for (const std::string& f : e->fields)
-      if (glob_match(f, path)) {
+      if (field_glob_match(f, d.path)) {
         ++e->uses;
         return e;
       }
@@ -148,9 +245,13 @@ FieldMask Expectations::mask_for(const std::string& case_id, const std::set<std:
   return m;
 }
 
-const Expectation* Expectations::whole_case(const std::string& case_id, const std::set<std::string>* features) const {
-  for (const Expectation& e : entries)
-    if (e.fields.empty() && applies(e, case_id, features)) return &e;
+const Expectation* Expectations::whole_case(const std::string& case_id, const std::set<std::string>* features,
+                                            const Program* program) const {
+  for (const Expectation& e : entries) {
+    if (!e.fields.empty() || !applies(e, case_id, features)) continue;
+    if (!e.from.empty() && !(program && first_action_in_situation(*program, e.from))) continue;
+    return &e;
+  }
   return nullptr;
 }
 
@@ -190,6 +291,68 @@ std::string nonempty_string(JsonObjectReader& r, const std::string& key) {
   std::string s = r.string(key);
   if (s.empty()) throw JsonError(r.pointer(key), "must not be empty");
   return s;
+}
+
+Acceptance acceptance_from_json(const nlohmann::ordered_json& j, const std::string& pointer) {
+  JsonObjectReader r(j, pointer, "an \"accept\" predicate");
+  Acceptance a;
+  a.given = true;
+  int forms = 0;
+  auto classes = [&](const char* key) {
+    std::vector<std::string> out;
+    const nlohmann::ordered_json* v = r.optional(key);
+    if (!v) return out;
+    const std::string p = r.pointer(key);
+    if (v->is_string()) out.push_back(v->get<std::string>());
+    else if (v->is_array() && !v->empty())
+      for (size_t i = 0; i < v->size(); ++i) {
+        if (!(*v)[i].is_string()) throw JsonError(json_pointer_append(p, i), "expected a value class");
+        out.push_back((*v)[i].get<std::string>());
+      }
+    else throw JsonError(p, "expected a value class or a non-empty list of them");
+    const auto& known = value_classes();
+    for (const std::string& c : out)
+      if (std::find(known.begin(), known.end(), c) == known.end())
+        throw JsonError(p, fmt::format("unknown value class '{}' (known: {})", c, fmt::join(known, ", ")));
+    return out;
+  };
+  a.expected_classes = classes("expected");
+  a.actual_classes = classes("actual");
+  if (!a.expected_classes.empty() || !a.actual_classes.empty()) ++forms;
+  if (const nlohmann::ordered_json* u = r.optional("ulps")) {
+    if (!u->is_number() || !(u->get<double>() > 0) || u->get<double>() > 1e12)
+      throw JsonError(r.pointer("ulps"), "expected a number of ULPs above 0 (at most 1e12)");
+    a.ulps = u->get<double>();
+    ++forms;
+    if (r.has("dtype")) {
+      const std::string d = r.string("dtype");
+      if (d == "float32") a.ulps_dtype = DType::Float32;
+      else if (d == "float64") a.ulps_dtype = DType::Float64;
+      else throw JsonError(r.pointer("dtype"), "expected \"float32\" or \"float64\"");
+    }
+  } else if (r.has("dtype")) {
+    throw JsonError(r.pointer("dtype"), "\"dtype\" goes with \"ulps\"");
+  }
+  if (const nlohmann::ordered_json* u = r.optional("unchanged")) {
+    if (!u->is_boolean() || !u->get<bool>()) throw JsonError(r.pointer("unchanged"), "expected true");
+    a.unchanged = true;
+    ++forms;
+  }
+  if (r.has("variant")) {
+    a.variant = r.string("variant");
+    const auto& known = formula_variants();
+    if (std::none_of(known.begin(), known.end(), [&](const FormulaVariantInfo& v) { return v.name == a.variant; })) {
+      std::vector<std::string> names;
+      for (const FormulaVariantInfo& v : known) names.push_back(v.name);
+      throw JsonError(r.pointer("variant"), fmt::format("unknown variant '{}' (known: {})", a.variant, fmt::join(names, ", ")));
+    }
+    ++forms;
+  }
+  if (forms != 1)
+    throw JsonError(pointer, "give exactly one predicate: value classes (\"expected\"/\"actual\"), \"ulps\", "
+                             "\"unchanged\" or \"variant\"");
+  r.finish(/*allow_comment=*/true);
+  return a;
 }
 
 Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& pointer) {
@@ -240,7 +403,8 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
       for (const auto& s : known) names.push_back(s.first);
       throw JsonError(r.pointer("from"), fmt::format("unknown situation '{}' (known: {})", e.from, fmt::join(names, ", ")));
     }
-    if (e.fields.empty()) throw JsonError(r.pointer("from"), "\"from\" narrows a mask: give \"fields\" too");
+    if (e.fields.empty() && e.features.empty())
+      throw JsonError(r.pointer("from"), "\"from\" narrows a mask or a rule: give \"fields\" or \"features\" too");
   }
   for (const char* key : {"expected", "actual"}) {
     if (!r.has(key)) continue;
@@ -268,6 +432,31 @@ Expectation entry_from_json(const nlohmann::ordered_json& j, const std::string& 
       throw JsonError(w.pointer("pytorch"), x.what());
     }
     w.finish(/*allow_comment=*/false);
+  }
+  if (const nlohmann::ordered_json* accept = r.optional("accept")) {
+    if (e.fields.empty()) throw JsonError(r.pointer("accept"), "\"accept\" narrows a mask: give \"fields\" too");
+    e.accept = acceptance_from_json(*accept, r.pointer("accept"));
+  }
+  if (!e.accept.given) {
+    static const std::vector<std::string> numeric = numeric_sample_paths();
+    for (size_t i = 0; i < e.fields.size(); ++i)
+      for (const std::string& path : numeric)
+        if (field_glob_match(e.fields[i], path))
+          throw JsonError(json_pointer_append(r.pointer("fields"), i),
+                          fmt::format("'{}' masks numbers ('{}') but the entry has no \"accept\": say what it accepts "
+                                      "(value classes, ulps, unchanged or a variant; conformance/compare/expectations.h)",
+                                      e.fields[i], path));
+  }
+  if (const nlohmann::ordered_json* guard = r.optional("guard")) {
+    const std::string gp = r.pointer("guard");
+    if (guard->is_string()) e.guards.push_back(guard->get<std::string>());
+    else if (guard->is_array())
+      for (size_t i = 0; i < guard->size(); ++i) {
+        if (!(*guard)[i].is_string() || (*guard)[i].get<std::string>().empty())
+          throw JsonError(json_pointer_append(gp, i), "expected a mutant's name");
+        e.guards.push_back((*guard)[i].get<std::string>());
+      }
+    if (e.guards.empty() || e.guards.front().empty()) throw JsonError(gp, "expected a mutant's name or a list of them");
   }
   e.reason = nonempty_string(r, "reason");
   if (r.has("category")) {

@@ -2,11 +2,13 @@
 // strict validation with errors naming the file and the JSON pointer.
 #include "conformance/compare/expectations.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
+#include "conformance/compare/tolerance.h"
 #include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 
@@ -94,7 +96,7 @@ TEST(Expectations, ValidationNamesFileAndPointer) {
 TEST(Expectations, WhenKeepsTheEntriesOfTheImplementationsVersion) {
   const char* text = R"({"expectations": [
     {"id": "fixed-in-2", "reason": "a 1.x bug", "when": {"pytorch": "<2.0"}},
-    {"id": "new-in-2", "fields": ["* → grad*"], "reason": "a 2.x bug", "when": {"pytorch": ">=2.0"}},
+    {"id": "new-in-2", "fields": ["* → grad*"], "accept": {"actual": "nan"}, "reason": "a 2.x bug", "when": {"pytorch": ">=2.0"}},
     {"id": "always", "reason": "every version"}]})";
   Expectations v1 = expectations_from_json(json::parse(text), "e.json");
   EXPECT_EQ(v1.keep_for_version("1.13.0a0"), 1u);
@@ -143,7 +145,7 @@ TEST(Expectations, FeatureEntriesMatchOnlyWhenEveryGlobMatches) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
     {"features": ["sgd", "op:mul*"], "fields": ["* → state.exists"], "reason": "sgd state"},
     {"features": ["adamw"], "reason": "whole adamw cases"},
-    {"id": "fixture-*", "features": ["float64"], "fields": ["output → value"], "reason": "fixtures in float64"}]})"),
+    {"id": "fixture-*", "features": ["float64"], "fields": ["output → value"], "accept": {"actual": "nan"}, "reason": "fixtures in float64"}]})"),
                                           "e.json");
   ASSERT_EQ(e.entries.size(), 3u);
   EXPECT_EQ(e.entries[0].id, "*");  // a rule for live runs: any case id
@@ -177,8 +179,8 @@ TEST(Expectations, FeatureEntriesMatchOnlyWhenEveryGlobMatches) {
 
 TEST(Expectations, ErrorsMaskOnlyRecordsThatRaisedSuchAnError) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"id": "*", "fields": ["output → value", "error.kind"], "errors": ["inplace_*", "backward_through_freed_graph"], "reason": "errors"},
-    {"id": "case-b", "fields": ["w → grad[*]"], "reason": "any record"}]})"), "e.json");
+    {"id": "*", "fields": ["output → value", "error.kind"], "accept": {"actual": "nan"}, "errors": ["inplace_*", "backward_through_freed_graph"], "reason": "errors"},
+    {"id": "case-b", "fields": ["w → grad[*]"], "accept": {"actual": "nan"}, "reason": "any record"}]})"), "e.json");
   ASSERT_EQ(e.entries[0].errors, (std::vector<std::string>{"inplace_*", "backward_through_freed_graph"}));
   const FieldMask m = e.mask_for("case-a");
   EXPECT_EQ(m.match("output → value"), nullptr);                    // no error in the record
@@ -336,7 +338,7 @@ TEST(Expectations, RecordSituationsFromTheProgram) {
 TEST(Expectations, FromMasksOnlyTheSituationsRecordAndLaterOnes) {
   using K = ActionKind;
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"features": ["sgd"], "from": "repeated_backward", "fields": ["* → grad*"], "reason": "second backward"}]})"),
+    {"features": ["sgd"], "from": "repeated_backward", "fields": ["* → grad*"], "accept": {"actual": "nan"}, "reason": "second backward"}]})"),
                                           "e.json");
   Program p = two_params({act(K::Forward), act(K::Backward), act(K::Backward), act(K::Step)});
   const std::set<std::string> features = program_features(p);
@@ -354,7 +356,7 @@ TEST(Expectations, FromMasksOnlyTheSituationsRecordAndLaterOnes) {
 
 TEST(Expectations, WithoutFeaturesKeepsAnEntryFromProgramsThatUseThem) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"features": ["adam"], "without_features": ["adam.betas"], "fields": ["* → exp_avg*"], "reason": "defaults"},
+    {"features": ["adam"], "without_features": ["adam.betas"], "fields": ["* → exp_avg*"], "accept": {"actual": "nan"}, "reason": "defaults"},
     {"features": ["adam"], "without_features": ["adam.b*"], "reason": "whole"}]})"), "e.json");
   const std::set<std::string> defaults = {"adam", "float64"}, betas = {"adam", "adam.betas", "float64"};
   EXPECT_NE(e.mask_for("x", &defaults).match("w → exp_avg[0]"), nullptr);
@@ -382,6 +384,97 @@ TEST(Expectations, FromAndWithoutFeaturesAreValidated) {
       EXPECT_EQ(e.pointer(), b.pointer) << b.text << ": " << e.what();
     }
   }
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+Difference numeric(const std::string& path, double expected, double actual, double centre = NAN) {
+  Difference d;
+  d.kind = DifferenceKind::Numeric;
+  d.path = path;
+  d.field = path.substr(0, path.find('['));
+  d.expected = expected;
+  d.actual = actual;
+  d.centre = std::isnan(centre) ? expected : centre;
+  d.scale = std::max(std::fabs(expected), 1.0);
+  d.allowed_ulps = 4;
+  d.bound_value = 4 * ulp(d.scale, DType::Float64);
+  d.dtype = DType::Float64;
+  return d;
+}
+
+// Issue 28: an entry that masks numbers says what it accepts; one that does not is a read error naming the entry.
+TEST(Expectations, AMaskOfNumbersNeedsAPredicate) {
+  for (const char* field : {"* → grad*", "output → value", "handle * → value*", "* → exp_avg_sq[*", "* → value"}) {
+    const json doc = {{"expectations", {{{"id", "*"}, {"fields", {field}}, {"reason", "r"}}}}};
+    try {
+      expectations_from_json(doc, "e.json");
+      ADD_FAILURE() << field << " was accepted without a predicate";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("e.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("/expectations/0/fields/0"), std::string::npos) << e.what();
+    }
+  }
+  // Structure only: no predicate needed.
+  EXPECT_NO_THROW(expectations_from_json(
+      json::parse(R"({"expectations": [{"id": "*", "fields": ["* → state.exists", "* → grad.defined"], "reason": "r"}]})"),
+      "e.json"));
+  for (const char* bad : {R"({"actual": "teapot"})", R"({"ulps": -1})", R"({"ulps": 4, "actual": "nan"})", R"({})",
+                          R"({"variant": "no.such"})", R"({"unchanged": false})", R"({"dtype": "float32"})"}) {
+    const json doc = {{"expectations", {{{"id", "*"}, {"fields", {"* → grad*"}}, {"accept", json::parse(bad)}, {"reason", "r"}}}}};
+    EXPECT_THROW(expectations_from_json(doc, "e.json"), InputError) << bad;
+  }
+}
+
+TEST(Expectations, FieldGlobsNameTheirParts) {
+  EXPECT_TRUE(field_glob_match("* → value*", "w → value[1]"));
+  EXPECT_FALSE(field_glob_match("* → value*", "output → value"));
+  EXPECT_FALSE(field_glob_match("* → value*", "handle g0 → value[0]"));
+  EXPECT_TRUE(field_glob_match("output → value*", "output → value[0]"));
+  EXPECT_TRUE(field_glob_match("handle * → value*", "handle g0 → value[0]"));
+  EXPECT_FALSE(field_glob_match("*", "w → grad"));  // one part against two
+  EXPECT_TRUE(field_glob_match("* → grad*", "w → grad.defined"));
+  EXPECT_TRUE(field_glob_match("group * → lr", "group 0 → lr"));
+  EXPECT_FALSE(field_glob_match("* → lr", "group 0 → lr"));
+}
+
+TEST(Expectations, PredicatesAcceptOnlyWhatTheySay) {
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"id": "nan", "fields": ["* → grad*"], "accept": {"expected": "finite", "actual": "nan"}, "reason": "r"},
+    {"id": "zero", "fields": ["* → grad*"], "accept": {"expected": "-0", "actual": "+0"}, "reason": "r"},
+    {"id": "ulps", "fields": ["* → grad*"], "accept": {"ulps": 64}, "reason": "r"},
+    {"id": "f32", "fields": ["* → grad*"], "accept": {"ulps": 4, "dtype": "float32"}, "reason": "r"},
+    {"id": "unchanged", "fields": ["handle * → value*"], "accept": {"unchanged": true}, "reason": "r"},
+    {"id": "variant", "fields": ["* → value*"], "accept": {"variant": "adam.no_bias_correction"}, "reason": "r"}]})"),
+                                          "e.json");
+  EXPECT_NE(e.mask_for("nan").match(numeric("w → grad[0]", 1, NAN), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(e.mask_for("nan").match(numeric("w → grad[0]", 1, 2), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(e.mask_for("nan").match(numeric("w → grad[0]", INFINITY, NAN), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_NE(e.mask_for("zero").match(numeric("w → grad[0]", -0.0, 0.0), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(e.mask_for("zero").match(numeric("w → grad[0]", 0.0, -0.0), {}, std::nullopt, nullptr), nullptr);
+  // 64 ULPs of the scale (1) around the centre, never a factor.
+  EXPECT_NE(e.mask_for("ulps").match(numeric("w → grad[0]", 1, 1 + 60 * 0x1p-52), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(e.mask_for("ulps").match(numeric("w → grad[0]", 1, 1 + 70 * 0x1p-52), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(e.mask_for("ulps").match(numeric("w → grad[0]", 1, -3), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_NE(e.mask_for("f32").match(numeric("w → grad[0]", 1, 1 + 3 * 0x1p-23), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(e.mask_for("f32").match(numeric("w → grad[0]", 1, 1 + 5 * 0x1p-23), {}, std::nullopt, nullptr), nullptr);
+  Difference missed = numeric("handle g0 → value[0]", 3, 1);
+  missed.has_actual_before = true;
+  missed.actual_before = 1;
+  EXPECT_NE(e.mask_for("unchanged").match(missed, {}, std::nullopt, nullptr), nullptr);
+  missed.actual_before = 2;
+  EXPECT_EQ(e.mask_for("unchanged").match(missed, {}, std::nullopt, nullptr), nullptr);
+  // A variant holds where its value (here from the evaluator) is within the bound, and nowhere else.
+  const VariantEvaluator evaluator = [](const std::string&, const Difference&) -> std::optional<double> { return 0.5; };
+  EXPECT_NE(e.mask_for("variant").match(numeric("w → value[0]", 0.9, 0.5), {}, 0, &evaluator), nullptr);
+  EXPECT_EQ(e.mask_for("variant").match(numeric("w → value[0]", 0.9, 0.1), {}, 0, &evaluator), nullptr);
+  EXPECT_EQ(e.mask_for("variant").match(numeric("w → value[0]", 0.9, 0.5), {}, 0, nullptr), nullptr);
+  // A numeric difference is never masked by an entry's globs alone, nor a structural one by its predicate.
+  EXPECT_NE(e.mask_for("nan").match("w → grad.defined"), nullptr);
 }
 
 }  // namespace

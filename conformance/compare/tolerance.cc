@@ -107,7 +107,8 @@ double smallest_normal(const EngineState& state) {
 
 class ScaleTape {
  public:
-  explicit ScaleTape(const EngineState& state) : state_(state), min_normal_(smallest_normal(state)) {}
+  explicit ScaleTape(const EngineState& state, const ExpressionVariant* variant = nullptr)
+      : state_(state), min_normal_(smallest_normal(state)), variant_(variant) {}
 
   std::vector<Node> nodes;
   int64_t longest_reduction = 1;  // the most terms any one value of the forward or backward sums
@@ -143,6 +144,7 @@ class ScaleTape {
  private:
   const EngineState& state_;
   double min_normal_;
+  const ExpressionVariant* variant_;  // formula_variants.h: only exact_evaluation() gives one
 
   // The longest sum node `n` takes part in, forward or backward: a reduction's operand size; matmul and
   // linear sum over the inner dimension forward and over the rows or columns in their backward; a 0-d
@@ -271,6 +273,9 @@ class ScaleTape {
         return unary_op(n, [](double a) { return a * a; }, [](double a) { return 2 * a; });
       case Op::Pow: {
         const double p = e.scalar;
+        if (variant_ && variant_->pow_by_repeated_multiplication)
+          return unary_op(n, [p](double a) { return std::pow(a, 1 + std::max(0.0, std::ceil(p - 1))); },
+                          [](double a) { return 2 * a; });
         return unary_op(n, [p](double a) { return std::pow(a, p); },
                         [p](double a) { return p == 0 ? 0.0 : p * std::pow(a, p - 1); });
       }
@@ -287,8 +292,10 @@ class ScaleTape {
                           const double s = 1 / (1 + std::exp(-a));
                           return s * (1 - s);
                         });
-      case Op::Relu:
-        return unary_op(n, [](double a) { return a > 0 ? a : 0.0; }, [](double) { return 1.0; });
+      case Op::Relu: {
+        const double slope = variant_ ? variant_->relu_negative_slope : 0;
+        return unary_op(n, [slope](double a) { return a > 0 ? a : slope * a; }, [](double) { return 1.0; });
+      }
       case Op::Abs:
         return unary_op(n, [](double a) { return std::fabs(a); }, [](double) { return 1.0; });
       case Op::Sum:
@@ -316,7 +323,11 @@ class ScaleTape {
           v += d * d;
           b += std::max(bd * bd, d * d + 2 * std::fabs(d) * bd);  // as Square: d^2 + |2d| * B(d)
         }
-        const double count = static_cast<double>(a.v.size());
+        double count = static_cast<double>(a.v.size());
+        if (variant_ && variant_->mse_loss_divided_by_rows_squared) {
+          const double rows = a.shape.size() < 2 ? 1.0 : static_cast<double>(a.shape[0]);
+          count = rows * rows;
+        }
         n.shape = {};
         n.v = {v / count};
         n.b = {std::max(v, b) / count};
@@ -632,7 +643,7 @@ void zero_non_finite(std::vector<double>& v) {
 // rounding (OperandScales::grad_straddle).
 void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
                      std::map<std::string, std::vector<double>>& grads, DType dtype,
-                     std::map<std::string, std::vector<char>>* straddles);
+                     std::map<std::string, std::vector<char>>* straddles, const ExpressionVariant* variant = nullptr);
 
 }  // namespace
 
@@ -702,7 +713,7 @@ constexpr double kStraddleUlps = 4;
 // through element-wise ops, to every element of the operands of the others.
 void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
                      std::map<std::string, std::vector<double>>& grads, DType dtype,
-                     std::map<std::string, std::vector<char>>* straddles) {
+                     std::map<std::string, std::vector<char>>* straddles, const ExpressionVariant* variant) {
   for (Node& n : nodes) n.s.assign(n.v.size(), 0.0);
   nodes.back().s = seed;
   std::vector<std::vector<char>> marks;
@@ -776,6 +787,10 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
       case Op::Pow: {
         const Node& a = child(0);
         const double p = e.scalar;
+        if (variant && variant->pow_by_repeated_multiplication) {
+          elementwise(0, [&](size_t j) { return 2 * a.v[j]; });
+          break;
+        }
         elementwise(0, [&](size_t j) { return p == 0 ? 0.0 : p * std::pow(a.v[j], p - 1); });
         break;
       }
@@ -795,12 +810,14 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
         break;
       case Op::Relu: {
         const Node& a = child(0);
-        elementwise(0, [&](size_t j) { return a.v[j] > 0 ? 1.0 : 0.0; });
+        const double slope = variant ? variant->relu_negative_slope : 0;
+        elementwise(0, [&](size_t j) { return a.v[j] > 0 ? 1.0 : slope; });
         break;
       }
       case Op::Abs: {
         const Node& a = child(0);
-        elementwise(0, [&](size_t j) { return a.v[j] > 0 ? 1.0 : a.v[j] < 0 ? -1.0 : 0.0; });
+        const double at_zero = variant ? variant->abs_derivative_at_zero : 0;
+        elementwise(0, [&](size_t j) { return a.v[j] > 0 ? 1.0 : a.v[j] < 0 ? -1.0 : at_zero; });
         break;
       }
       case Op::Sum:
@@ -813,7 +830,11 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
       case Op::MseLoss: {
         Node& a = child(0);
         Node& c = child(1);
-        const double scale = 2 / static_cast<double>(a.v.size());
+        double scale = 2 / static_cast<double>(a.v.size());
+        if (variant && variant->mse_loss_divided_by_rows_squared) {
+          const double rows = a.shape.size() < 2 ? 1.0 : static_cast<double>(a.shape[0]);
+          scale = 2 / (rows * rows);
+        }
         for (size_t j = 0; j < a.v.size(); ++j) {
           const double g = n.s[0] * scale * (a.v[j] - c.v[j]);
           a.s[j] += g;
@@ -856,16 +877,16 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
 }  // namespace
 
 ExactEvaluation exact_evaluation(const Expr& loss, const EngineState& params_state,
-                                 const std::vector<double>* gradient) {
+                                 const std::vector<double>* gradient, const ExpressionVariant* variant) {
   ExactEvaluation out;
   try {
-    ScaleTape tape(params_state);
+    ScaleTape tape(params_state, variant);
     tape.eval(loss);
     Node& root = tape.nodes.back();
     out.output = root.v;
     std::vector<double> seed(root.v.size(), 1.0);
     if (gradient && gradient->size() == root.v.size()) seed = *gradient;
-    backward_values(tape.nodes, seed, out.grad, DType::Float64, nullptr);
+    backward_values(tape.nodes, seed, out.grad, DType::Float64, nullptr, variant);
     out.ok = true;
   } catch (const CannotEvaluate&) {
     return ExactEvaluation{};

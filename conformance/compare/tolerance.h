@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance/compare/formula_variants.h"
 #include "conformance/program/program.h"
 #include "conformance/program/trace.h"
 
@@ -125,7 +126,8 @@ struct ExactEvaluation {
   std::vector<double> output;
   std::map<std::string, std::vector<double>> grad;
 };
+// `variant`: a formula variant of the expression's ops (formula_variants.h), null for the specification's.
 ExactEvaluation exact_evaluation(const Expr& loss, const EngineState& params_state,
-                                 const std::vector<double>* gradient);
+                                 const std::vector<double>* gradient, const ExpressionVariant* variant = nullptr);
 
 }  // namespace lockstep

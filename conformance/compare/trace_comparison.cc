@@ -1,6 +1,8 @@
 // One program's records compared action by action (see trace_comparison.h).
 #include "conformance/compare/trace_comparison.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "conformance/compare/error_budget.h"
@@ -38,9 +40,12 @@ std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, s
   std::vector<std::string> error_kinds;  // for entries with "errors" (expectations.h)
   if (expected.error) error_kinds.push_back(expected.error->kind);
   if (actual.error) error_kinds.push_back(actual.error->kind);
+  const VariantEvaluator variant = [&](const std::string& name, const Difference& x) {
+    return variant_value(name, x, index, actual);
+  };
   std::vector<Difference> kept;
   for (Difference& x : d) {
-    if (const Expectation* e = mask_.match(x.path, error_kinds, x.expected_text, x.actual_text, index)) {
+    if (const Expectation* e = mask_.match(x, error_kinds, index, &variant)) {
       if (x.kind == DifferenceKind::Structure) masked_structure_ = true;
       masked_.push_back(MaskedDifference{index, action, std::move(x), e->reason, e->source.rfind("profile ", 0) == 0});
     } else {
@@ -48,6 +53,102 @@ std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, s
     }
   }
   return kept;
+}
+
+namespace {
+// "w → grad" -> ("w", "grad"); "handle g0 → value" -> ("handle g0", "value").
+std::pair<std::string, std::string> subject_and_field(const std::string& field) {
+  static const std::string arrow = " → ";
+  const size_t at = field.find(arrow);
+  if (at == std::string::npos) return {field, ""};
+  return {field.substr(0, at), field.substr(at + arrow.size())};
+}
+
+const GroupObservation* group_of(const Record& r, const std::string& param) {
+  for (const GroupObservation& g : r.state.groups)
+    if (std::find(g.params.begin(), g.params.end(), param) != g.params.end()) return &g;
+  return nullptr;
+}
+
+std::optional<double> element(const TensorValue& t, size_t i) {
+  if (i >= t.data.size()) return std::nullopt;
+  return t.data[i];
+}
+}  // namespace
+
+std::optional<double> TraceComparison::variant_value(const std::string& name, const Difference& d,
+                                                     std::optional<size_t> index, const Record& actual) const {
+  if (!index || *index >= program_.actions.size()) return std::nullopt;
+  const Action& action = program_.actions[*index];
+  auto [subject, field] = subject_and_field(d.field);
+  std::string param = subject;
+  if (subject.rfind("handle ", 0) == 0) {
+    if (field != "value") return std::nullopt;
+    auto it = handle_param_.find(subject.substr(7));
+    if (it == handle_param_.end()) return std::nullopt;
+    param = it->second;
+    field = "grad";
+  }
+  const size_t i = d.element;
+  if (const ExpressionVariant* v = expression_variant(name)) {
+    // The specification's and the variant's evaluation at the implementation's parameters: the centre (expected +
+    // carried, the specification there) moves by their difference.
+    if (!held_ || std::isnan(d.centre)) return std::nullopt;
+    const bool forward = action.kind == ActionKind::Forward && subject == "output" && field == "value";
+    const bool backward = action.kind == ActionKind::Backward && field == "grad";
+    if (!forward && !backward) return std::nullopt;
+    const std::vector<double>* gradient = backward && action.gradient ? &*action.gradient : nullptr;
+    const ExactEvaluation spec = exact_evaluation(*held_->loss, held_->actual_state, gradient);
+    const ExactEvaluation var = exact_evaluation(*held_->loss, held_->actual_state, gradient, v);
+    if (!spec.ok || !var.ok) return std::nullopt;
+    if (forward) {
+      if (i >= spec.output.size() || i >= var.output.size()) return std::nullopt;
+      return d.centre + (var.output[i] - spec.output[i]);
+    }
+    auto s = spec.grad.find(param), w = var.grad.find(param);
+    if (s == spec.grad.end() || w == var.grad.end() || i >= s->second.size() || i >= w->second.size())
+      return std::nullopt;
+    return d.centre + (w->second[i] - s->second[i]);
+  }
+  const ParamObservation* before = actual_previous_.state.param(param);
+  const ParamObservation* after = actual.state.param(param);
+  if (!before || !after) return std::nullopt;
+  if (name == "grad.accumulated_separately") {
+    if (action.kind != ActionKind::Backward || field != "grad" || !held_ || !after->value.shape.empty())
+      return std::nullopt;
+    const std::vector<double>* gradient = action.gradient ? &*action.gradient : nullptr;
+    const ExactEvaluation spec = exact_evaluation(*held_->loss, held_->actual_state, gradient);
+    auto g = spec.grad.find(param);
+    if (!spec.ok || g == spec.grad.end() || g->second.size() != 1) return std::nullopt;
+    const double own_before = d.has_actual_before ? d.actual_before : 0.0;
+    return own_before + g->second[0];
+  }
+  if (action.kind != ActionKind::Step) return std::nullopt;
+  const GroupObservation* group = group_of(actual, param);
+  if (!group) return std::nullopt;
+  const OptimizerOptions& o = group->options;
+  if (name == "adam.no_bias_correction") {
+    if (field != "value" || !after->state.exp_avg || !after->state.exp_avg_sq) return std::nullopt;
+    const auto p = element(before->value, i), m = element(*after->state.exp_avg, i), s = element(*after->state.exp_avg_sq, i);
+    if (!p || !m || !s || !o.lr) return std::nullopt;
+    const double lr = *o.lr, eps = o.eps.value_or(0), wd = o.weight_decay.value_or(0);
+    return *p - lr * *m / (std::sqrt(*s) + eps) - lr * wd * *p;
+  }
+  if (field != "grad" || !before->grad.defined) return std::nullopt;
+  const auto g = element(before->grad.value, i);
+  if (!g) return std::nullopt;
+  if (name == "step.adds_weight_decay_to_grad") {
+    const auto p = element(before->value, i);
+    if (!p) return std::nullopt;
+    return *g + o.weight_decay.value_or(0) * *p;
+  }
+  if (name == "sgd.nesterov_adds_momentum_buffer_to_grad") {
+    if (!after->state.momentum_buffer) return std::nullopt;
+    const auto b = element(*after->state.momentum_buffer, i);
+    if (!b) return std::nullopt;
+    return *g + o.momentum.value_or(0) * *b;
+  }
+  return std::nullopt;
 }
 
 void TraceComparison::note_imprecision(const Imprecision& found, const std::string& where) {

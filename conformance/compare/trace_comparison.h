@@ -73,6 +73,10 @@ class TraceComparison {
   };
 
   void note_imprecision(const Imprecision& found, const std::string& where);
+  // A formula variant's value for difference `d` of the record of action `index` (expectations.h "accept"), at the
+  // implementation's inputs; nullopt where the variant says nothing about it.
+  std::optional<double> variant_value(const std::string& name, const Difference& d, std::optional<size_t> index,
+                                      const Record& actual) const;
   std::vector<Difference> apply_mask(std::vector<Difference> d, std::optional<size_t> index,
                                      const std::string& action, const Record& expected, const Record& actual);
 
