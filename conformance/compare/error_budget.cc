@@ -338,14 +338,26 @@ std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after, const Record& actual_after) {
   ErrorBudget b;
-  std::map<std::string, ResolvedOptions> options;
+  // Each side with its own group options (they are compared exactly: a difference the expectations accepted, a
+  // framework's other default, is what that side computed with), where both have the same groups of parameters.
+  std::map<std::string, ResolvedOptions> options, actual_options;
+  bool same_groups = expected_after.state.groups.size() == actual_after.state.groups.size();
+  for (size_t i = 0; same_groups && i < expected_after.state.groups.size(); ++i)
+    same_groups = expected_after.state.groups[i].params == actual_after.state.groups[i].params;
+  const std::vector<GroupObservation>& actual_groups =
+      same_groups ? actual_after.state.groups : expected_after.state.groups;
   std::map<std::string, Shadow> e = run_step(kind, expected_before, expected_after.state.groups, options);
-  std::map<std::string, Shadow> a = run_step(kind, actual_before, expected_after.state.groups, options);
+  std::map<std::string, Shadow> a = run_step(kind, actual_before, actual_groups, actual_options);
   // The same optimizer state tensors on both sides, before and after: a deviation is carried only between
   // like states. A state tensor one side lacks (accepted only as a masked structural difference, or not at
   // all) is no rounding to carry: the step's values are then compared without a budget.
+  // Step counts apart (a framework that keeps none, accepted as a masked structural difference): the moments, which
+  // do not read the count, still carry their deviation; the parameter, whose bias correction reads it, does not.
+  auto same_steps = [](const ParamObservation* x, const ParamObservation* y) {
+    return x && y && x->state.step == y->state.step;
+  };
   auto same_state = [](const ParamObservation* x, const ParamObservation* y) {
-    if (!x || !y || x->grad.defined != y->grad.defined || x->state.step != y->state.step) return false;
+    if (!x || !y || x->grad.defined != y->grad.defined) return false;
     for (const StateTensorDescription& t : all_state_tensors())
       if ((x->state.*t.field).has_value() != (y->state.*t.field).has_value()) return false;
     return true;
@@ -363,11 +375,12 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
     const ParamObservation* ea = expected_after.state.param(name);
     const ParamObservation* aa = actual_after.state.param(name);
     if (!same_state(eb, ab) || !same_state(ea, aa)) continue;
+    const bool counted_alike = same_steps(eb, ab) && same_steps(ea, aa);
     if (described) {
       // A step that failed on one side only is a structural difference (the error kind), no rounding to carry. Where
       // both failed at the same parameter, what they updated before failing carries the deviation (SEM-14.2).
       if (se.failed != sa.failed) continue;
-      carry(b, name + " → value", sa.p, se.p);
+      if (counted_alike) carry(b, name + " → value", sa.p, se.p);
       for (const auto& [field, values] : se.state) {
         auto other = sa.state.find(field);
         if (other != sa.state.end()) carry(b, name + " → " + field, other->second, values);
@@ -376,13 +389,13 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
     }
     if (se.occurrences == 1 && eb && ab && ea && aa) {
       auto pe = parameter_from_observed(kind, *eb, *ea, options[name]);
-      auto pa = parameter_from_observed(kind, *ab, *aa, options[name]);
+      auto pa = parameter_from_observed(kind, *ab, *aa, actual_options[name]);
       if (pe && pa) {
         se.p = std::move(*pe);
         sa.p = std::move(*pa);
       }
     }
-    carry(b, name + " → value", sa.p, se.p);
+    if (counted_alike) carry(b, name + " → value", sa.p, se.p);
     auto field = [&](const char* what, const std::optional<std::vector<double>>& x,
                      const std::optional<std::vector<double>>& y) {
       if (x && y) carry(b, name + " → " + what, *y, *x);

@@ -86,7 +86,8 @@ struct RepeatedUpdate {
 std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const Record& before,
                                                        const std::vector<GroupObservation>& groups);
 
-// Group options come from `expected_after` (a step does not change them; they are compared exactly). A parameter
+// Each side steps with its own group options (`expected_after`'s, `actual_after`'s where the groups hold the same
+// parameters): options are compared exactly, so they differ only where an expectation accepted it. A parameter
 // whose optimizer state differs in structure between the sides, before or after (a state tensor or a grad one side
 // lacks, or another step count) gets no budget: that is no rounding to carry, even where a mask accepted it.
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,

@@ -18,9 +18,16 @@ const std::vector<FormulaVariantInfo>& formula_variants() {
       {"grad.accumulated_separately", "backward grads of 0-d parameters and the handles holding them",
        "the grad after a backward is its own value before plus this backward's gradient: no 0-d grads on one storage "
        "(SEMANTICS §3.7)"},
+      {"backward.seeds_ones", "backward grads and the handles holding them",
+       "a backward without a gradient seeds ones, whatever the output's shape (PyTorch refuses a non-scalar output): "
+       "the grad is its own value before plus the gradient of sum(output): js-pytorch's Tensor.backward"},
       {"adam.no_bias_correction", "step: parameter values",
        "p = p_old - lr * exp_avg / (sqrt(exp_avg_sq) + eps) - lr * weight_decay * p_old, with the implementation's "
        "own moments and group options: js-pytorch's optim.Adam"},
+      {"adam.moments_from_its_own_state", "step: exp_avg and exp_avg_sq",
+       "exp_avg = beta1 * m_old + (1 - beta1) * g, exp_avg_sq = beta2 * v_old + (1 - beta2) * g^2 from the "
+       "implementation's own previous moments (zero where it had none), grad and betas: the specification's update, "
+       "for a framework whose moments exist before the first step or whose step count differs"},
       {"step.adds_weight_decay_to_grad", "step: grads and the handles holding them",
        "the step leaves grad = grad_old + weight_decay * p_old (foreach Adam, RMSprop and Adagrad before 2.0)"},
       {"sgd.nesterov_adds_momentum_buffer_to_grad", "step: grads and the handles holding them",

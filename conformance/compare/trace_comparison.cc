@@ -110,18 +110,26 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
       return std::nullopt;
     return d.centre + (w->second[i] - s->second[i]);
   }
+  if (subject == "output" && action.kind == ActionKind::Step && actual.state.output) {
+    // The output of a forward of a bare parameter is that parameter (SEMANTICS §3.8): the step moved it.
+    for (const ParamObservation& p : actual.state.params)
+      if (p.value == actual.state.output->value) param = p.name;
+  }
   const ParamObservation* before = actual_previous_.state.param(param);
   const ParamObservation* after = actual.state.param(param);
   if (!before || !after) return std::nullopt;
-  if (name == "grad.accumulated_separately") {
-    if (action.kind != ActionKind::Backward || field != "grad" || !held_ || !after->value.shape.empty())
+  if (name == "grad.accumulated_separately" || name == "backward.seeds_ones") {
+    // The grad's own value before plus this backward's gradient at the implementation's parameters (seeded with
+    // ones where the action gives no gradient, which exact_evaluation does for any output).
+    const bool zero_dim_only = name == "grad.accumulated_separately";
+    if (action.kind != ActionKind::Backward || field != "grad" || !held_ || (zero_dim_only && !after->value.shape.empty()))
       return std::nullopt;
     const std::vector<double>* gradient = action.gradient ? &*action.gradient : nullptr;
     const ExactEvaluation spec = exact_evaluation(*held_->loss, held_->actual_state, gradient);
     auto g = spec.grad.find(param);
-    if (!spec.ok || g == spec.grad.end() || g->second.size() != 1) return std::nullopt;
+    if (!spec.ok || g == spec.grad.end() || i >= g->second.size()) return std::nullopt;
     const double own_before = d.has_actual_before ? d.actual_before : 0.0;
-    return own_before + g->second[0];
+    return own_before + g->second[i];
   }
   if (action.kind != ActionKind::Step) return std::nullopt;
   const GroupObservation* group = group_of(actual, param);
@@ -133,6 +141,15 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
     if (!p || !m || !s || !o.lr) return std::nullopt;
     const double lr = *o.lr, eps = o.eps.value_or(0), wd = o.weight_decay.value_or(0);
     return *p - lr * *m / (std::sqrt(*s) + eps) - lr * wd * *p;
+  }
+  if (name == "adam.moments_from_its_own_state") {
+    if ((field != "exp_avg" && field != "exp_avg_sq") || !before->grad.defined || !o.betas) return std::nullopt;
+    const auto g = element(before->grad.value, i);
+    const std::optional<TensorValue>& old = field == "exp_avg" ? before->state.exp_avg : before->state.exp_avg_sq;
+    const double previous = old ? element(*old, i).value_or(0) : 0;
+    if (!g) return std::nullopt;
+    if (field == "exp_avg") return o.betas->first * previous + (1 - o.betas->first) * *g;
+    return o.betas->second * previous + (1 - o.betas->second) * *g * *g;
   }
   if (field != "grad" || !before->grad.defined) return std::nullopt;
   const auto g = element(before->grad.value, i);

@@ -187,13 +187,15 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
   return result;
 }
 
-void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config) {
-  const Expectation* e = config.expectations.whole_case(result.id);
+void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program) {
+  std::set<std::string> features;  // for rules (entries with "features"), which a fixture matches like a live case
+  if (program) features = program_features(*program);
+  const Expectation* e = config.expectations.whole_case(result.id, program ? &features : nullptr, program);
   if (e && (result.status == ReplayStatus::Failed || (result.status == ReplayStatus::Passed && !result.masked.empty()))) {
     // Passing only by masks is still a deviation: the entry that says the case fails holds.
     result.status = ReplayStatus::ExpectedFailure;
     ++e->uses;
-  } else if (e && result.status == ReplayStatus::Passed) {
+  } else if (e && result.status == ReplayStatus::Passed && e->features.empty()) {  // a rule's cases may pass
     result.status = ReplayStatus::UnexpectedPass;
   } else if (!e && result.status == ReplayStatus::Passed && !result.masked.empty() &&
              std::any_of(result.masked.begin(), result.masked.end(), [](const MaskedDifference& m) { return !m.by_profile; })) {
@@ -206,6 +208,7 @@ void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config) {
   } else {
     return;
   }
+  if (result.status == ReplayStatus::Passed) return;
   result.expected_reason = e->reason;
   result.expected_category = e->category.empty() ? "expected" : e->category;
 }
@@ -230,7 +233,7 @@ ReplayCaseResult replay_in_process(const Fixture& fixture,
     result.failure = std::string("the engine threw out of the interpreter: ") + e.what();
   }
   result.elapsed = Clock::now() - t0;
-  apply_expectations(result, config);
+  apply_expectations(result, config, &fixture.program);
   return result;
 }
 
@@ -256,7 +259,7 @@ ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver
   }
   result.stderr_excerpt = std::move(out.stderr_excerpt);
   result.elapsed = out.elapsed;
-  apply_expectations(result, config);
+  apply_expectations(result, config, &fixture.program);
   return result;
 }
 

@@ -114,7 +114,8 @@ ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver
 
 // Applies the whole-case expectations to a result (Failed -> ExpectedFailure, Passed -> UnexpectedPass); a pass
 // with masked differences becomes ExpectedFailure (known) with the first mask's reason.
-void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config);
+// `program`: the fixture's, for rules (entries with "features", and "from"); without it only ids match.
+void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program = nullptr);
 
 struct ReplaySummary {
   int passed = 0, failed = 0, skipped = 0, expected_failures = 0, unexpected_passes = 0;
