@@ -253,7 +253,7 @@ class Comparer {
         }
       }
       if (!bad) continue;
-      if (listed >= kMaxElementsPerTensor) {
+      if (listed >= kMaxElementsPerTensor && !ctx_.list_every_element) {
         ++more;
         continue;
       }
@@ -724,6 +724,34 @@ class Comparer {
 };
 
 }  // namespace
+
+std::vector<Difference> summarise_long_tensors(std::vector<Difference> differences) {
+  std::vector<Difference> out;
+  std::map<std::string, size_t> listed, more;  // per tensor field
+  std::vector<std::string> order;
+  for (Difference& d : differences) {
+    if (d.kind != DifferenceKind::Numeric || d.omitted > 0 || d.field.empty()) {
+      out.push_back(std::move(d));
+      continue;
+    }
+    if (listed[d.field]++ < static_cast<size_t>(kMaxElementsPerTensor)) {
+      out.push_back(std::move(d));
+    } else {
+      if (more[d.field]++ == 0) order.push_back(d.field);
+    }
+  }
+  for (const std::string& field : order) {
+    Difference d;
+    d.kind = DifferenceKind::Numeric;
+    d.path = field + "[...]";
+    d.field = field;
+    d.expected_text = fmt::format("{} more elements out of tolerance", more[field]);
+    d.bound = "as above";
+    d.omitted = more[field];
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 std::vector<Difference> compare_records(const Record& expected, const Record& actual,
                                         const Record* expected_previous, const CompareContext& context,

@@ -97,6 +97,9 @@ struct CompareContext {
   OptionalFieldCounts* optional_fields = nullptr;
   // When given, receives the values judged imprecise (Imprecision).
   Imprecision* imprecision = nullptr;
+  // List every out-of-tolerance element instead of the first few of a tensor and a count of the rest: for masks
+  // (expectations.h), which judge element by element; summarise_long_tensors() shortens the list afterwards.
+  bool list_every_element = false;
   // When given, receives the differences a rule accepted (not returned as differences): a NaN or infinity on one
   // side only where a singularity is straddled, by the inputs' carried deviation (SEMANTICS §9.2, error_budget.h) or
   // by a rounding inside the action (SEMANTICS §9.1, OperandScales::grad_straddle). `bound` names the rule.
@@ -127,6 +130,8 @@ bool has_structural_difference(const std::vector<Difference>& differences);
 // implementation's own inputs comes first: "w → value[0]: expected 0.5 (0.75 at its own inputs, +0.25 carried),
 // actual 0.5: error 0.25 > bound ..."; rules: "w → grad[1]: expected NaN, actual inf (NaN must match NaN)".
 std::string difference_text(const Difference& d);
+// The first few numeric differences of each tensor, and one entry counting the rest (as compare_records lists them).
+std::vector<Difference> summarise_long_tensors(std::vector<Difference> differences);
 // "0.75 at its own inputs, +0.25 carried" when something was carried, else "".
 std::string centre_text(const Difference& d);
 

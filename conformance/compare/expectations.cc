@@ -119,17 +119,20 @@ bool accepts(const Acceptance& a, const Difference& d, const VariantEvaluator* v
   if (!a.expected_classes.empty() || !a.actual_classes.empty())
     return in_classes(d.expected, a.expected_classes) && in_classes(d.actual, a.actual_classes);
   if (a.unchanged) return d.has_actual_before && same_bits(d.actual, d.actual_before);
+  if (!a.variant.empty() && variant) {
+    const std::optional<double> v = (*variant)(a.variant, d);
+    if (!v) return false;
+    // A non-finite variant value is matched exactly (NaN by NaN), a finite one within the comparator's bound (or,
+    // where the comparator judged a rule, at the value's own ULPs) and the rounding of the variant's own result.
+    if (!std::isfinite(*v) || !std::isfinite(d.actual)) return same_bits(*v, d.actual) || (*v == d.actual);
+    const double k = std::isnan(d.allowed_ulps) ? 4 : d.allowed_ulps;
+    const double allowed = std::max(std::isnan(d.bound_value) ? 0.0 : d.bound_value, k * ulp(*v, d.dtype));
+    return std::fabs(d.actual - *v) <= allowed;
+  }
   if (!std::isfinite(d.actual) || std::isnan(d.centre)) return false;  // rules (NaN, inf, the sign of zero): exact
   if (a.ulps > 0) {
     const DType dtype = a.ulps_dtype.value_or(d.dtype);
     return std::fabs(d.actual - d.centre) <= a.ulps * ulp(d.scale, dtype);
-  }
-  if (!a.variant.empty() && variant) {
-    const std::optional<double> v = (*variant)(a.variant, d);
-    if (!v || !std::isfinite(*v)) return false;
-    // The comparator's bound, and the rounding of the variant's own result.
-    const double allowed = std::max(d.bound_value, d.allowed_ulps * ulp(*v, d.dtype));
-    return std::fabs(d.actual - *v) <= allowed;
   }
   return false;
 }
@@ -247,11 +250,13 @@ FieldMask Expectations::mask_for(const std::string& case_id, const std::set<std:
 
 const Expectation* Expectations::whole_case(const std::string& case_id, const std::set<std::string>* features,
                                             const Program* program) const {
-  for (const Expectation& e : entries) {
-    if (!e.fields.empty() || !applies(e, case_id, features)) continue;
-    if (!e.from.empty() && !(program && first_action_in_situation(*program, e.from))) continue;
-    return &e;
-  }
+  // An entry that names the case comes before a rule (an entry with "features") that also matches it.
+  for (const bool rules : {false, true})
+    for (const Expectation& e : entries) {
+      if (!e.fields.empty() || e.features.empty() != !rules || !applies(e, case_id, features)) continue;
+      if (!e.from.empty() && !(program && first_action_in_situation(*program, e.from))) continue;
+      return &e;
+    }
   return nullptr;
 }
 

@@ -294,7 +294,9 @@ class ScaleTape {
                         });
       case Op::Relu: {
         const double slope = variant_ ? variant_->relu_negative_slope : 0;
-        return unary_op(n, [slope](double a) { return a > 0 ? a : slope * a; }, [](double) { return 1.0; });
+        // relu(NaN) = NaN (SEM-2.11); a variant's slope multiplies it like any x <= 0
+        return unary_op(n, [slope](double a) { return a > 0 || std::isnan(a) ? a : (slope != 0 ? slope * a : 0.0); },
+                        [](double) { return 1.0; });
       }
       case Op::Abs:
         return unary_op(n, [](double a) { return std::fabs(a); }, [](double) { return 1.0; });
@@ -810,8 +812,10 @@ void backward_values(std::vector<Node>& nodes, const std::vector<double>& seed,
         break;
       case Op::Relu: {
         const Node& a = child(0);
+        // LibTorch passes the gradient on where the input is not <= 0 (a NaN input too); a leaky variant's mask is
+        // 1 only where x > 0
         const double slope = variant ? variant->relu_negative_slope : 0;
-        elementwise(0, [&](size_t j) { return a.v[j] > 0 ? 1.0 : slope; });
+        elementwise(0, [&](size_t j) { return slope != 0 ? (a.v[j] > 0 ? 1.0 : slope) : (a.v[j] <= 0 ? 0.0 : 1.0); });
         break;
       }
       case Op::Abs: {

@@ -52,7 +52,7 @@ std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, s
       kept.push_back(std::move(x));
     }
   }
-  return kept;
+  return summarise_long_tensors(std::move(kept));
 }
 
 namespace {
@@ -126,9 +126,11 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
       return std::nullopt;
     const std::vector<double>* gradient = action.gradient ? &*action.gradient : nullptr;
     const ExactEvaluation spec = exact_evaluation(*held_->loss, held_->actual_state, gradient);
-    auto g = spec.grad.find(param);
-    if (!spec.ok || g == spec.grad.end() || i >= g->second.size()) return std::nullopt;
+    if (!spec.ok) return std::nullopt;
+    auto g = spec.grad.find(param);  // a parameter this backward does not reach gets nothing
     const double own_before = d.has_actual_before ? d.actual_before : 0.0;
+    if (g == spec.grad.end()) return own_before;
+    if (i >= g->second.size()) return std::nullopt;
     return own_before + g->second[i];
   }
   if (action.kind != ActionKind::Step) return std::nullopt;
@@ -140,7 +142,7 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
     const auto p = element(before->value, i), m = element(*after->state.exp_avg, i), s = element(*after->state.exp_avg_sq, i);
     if (!p || !m || !s || !o.lr) return std::nullopt;
     const double lr = *o.lr, eps = o.eps.value_or(0), wd = o.weight_decay.value_or(0);
-    return *p - lr * *m / (std::sqrt(*s) + eps) - lr * wd * *p;
+    return *p + (-(*m * lr) / (std::sqrt(*s) + eps) + -(*p * (wd * lr)));  // js-pytorch's order: NaN at p = inf
   }
   if (name == "adam.moments_from_its_own_state") {
     if ((field != "exp_avg" && field != "exp_avg_sq") || !before->grad.defined || !o.betas) return std::nullopt;
@@ -178,6 +180,7 @@ std::vector<Difference> TraceComparison::compare_init(Record expected, Record ac
   CompareContext ctx;
   ctx.tolerance = tolerance_;
   ctx.optional_fields = &optional_fields_;
+  ctx.list_every_element = !mask_.empty();  // masks judge every element; the list is shortened after them
   Imprecision imprecision;
   ctx.imprecision = &imprecision;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
@@ -245,6 +248,7 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   }
   ctx.handle_param = handle_param_;
   if (!budget.empty()) ctx.budget = &budget;
+  ctx.list_every_element = !mask_.empty();
   Imprecision imprecision;
   ctx.imprecision = &imprecision;
   std::vector<Difference> accepted;

@@ -24,6 +24,7 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
   auto done = [&]() -> LockstepResult {
     r.masked = comparison.masked();
     r.optional_fields = comparison.optional_fields();
+    r.imprecision = comparison.imprecision();
     return std::move(r);
   };
   auto record = [&](std::optional<size_t> index, const std::string& action, std::vector<Difference> d,
@@ -63,6 +64,11 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
     r.actions_run = i + 1;
     if (!record(i, name, comparison.compare_action(i, expected.records[i], actual.records[i], &stats), stats))
       return done();
+    if (!comparison.ended_at_singularity().empty()) {  // SEMANTICS §9.2: the later records follow from it
+      r.stop_reason = "a singularity straddled at " + comparison.ended_at_singularity() +
+                      " (SEMANTICS §9.2): the later records follow from it and are not compared";
+      return done();
+    }
   }
   if (actual.records.size() > program.actions.size() && r.passed) {
     r.passed = false;

@@ -2,7 +2,10 @@
 # Planted bugs in the frameworks behind the npm adapters (ADAPTER_DIR/mutants/*.js, loaded with node -r before the
 # driver): each must make the adapter's CI check fail, replay or live run, with the adapter's shipped expectations
 # (and tolerance) file. Proves that the masks and bounds of a file of verified deviations still leave the
-# framework's behaviour judged: an entry wide enough to hide one of these is a defect.
+# framework's behaviour judged: an entry wide enough to hide one of these is a defect. Each entry that accepts numbers
+# names its guards ("guard", tools/adapters/check_guards.py checks that they exist).
+# Python mutants (ADAPTER_DIR/mutants/*.py, e.g. tools/adapters/pytorch) run as
+# `python3 ADAPTER_DIR/with_mutant.py MUTANT $MUTANT_DRIVER`; MUTANT_PREFIX selects mutants by name (foreach_).
 #   check_adapter_mutants.sh LOCKSTEP WORKDIR ADAPTER_DIR EXPECTATIONS COUNT [TOLERANCE]
 set -u
 lockstep="$1"; work="$2"; adapter="$(cd "$3" && pwd)"; expectations="$4"; count="$5"; tolerance="${6:-}"
@@ -10,11 +13,17 @@ extra=()
 [ -n "$tolerance" ] && extra=(--tolerance "$tolerance")
 rm -rf "$work"; mkdir -p "$work"
 fail=0; n=0
-for mutant in "$adapter"/mutants/*.js; do
+for mutant in "$adapter"/mutants/${MUTANT_PREFIX:-}*.js "$adapter"/mutants/${MUTANT_PREFIX:-}*.py; do
   [ -e "$mutant" ] || continue
   n=$((n + 1))
-  name="$(basename "$mutant" .js)"
-  engine="node -r $(printf %q "$mutant") $(printf %q "$adapter/driver.js")"
+  case "$mutant" in
+    *.py)
+      name="$(basename "$mutant" .py)"
+      engine="/usr/bin/python3 $(printf %q "$adapter/with_mutant.py") $(printf %q "$mutant") ${MUTANT_DRIVER:?MUTANT_DRIVER: the driver a Python mutant runs}";;
+    *)
+      name="$(basename "$mutant" .js)"
+      engine="node -r $(printf %q "$mutant") $(printf %q "$adapter/driver.js")";;
+  esac
   # Caught = a case fails that the files do not explain (not merely exit 1): read from the JSON report.
   failed() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"]["failed"])' "$1" 2>/dev/null || echo 0; }
   "$lockstep" replay --engine "$engine" --expectations "$expectations" "${extra[@]}" --timeout-ms 60000 \

@@ -1,7 +1,8 @@
 #!/bin/bash
 # PyTorch's Python API in every mode the installed torch and machine have (tools/adapters/pytorch_driver.py --mode
 # single|foreach|fused --device cpu|cuda): the golden corpus and a seeded live run, each with the mode's expectations
-# file (tools/adapters/check_adapter.sh: nothing unexplained fails, every entry is used). A mode the machine lacks
+# file (tools/adapters/check_adapter.sh: nothing unexplained fails, every entry is used), then the mode's framework
+# mutants (mutants/MODE_*.py, check_adapter_mutants.sh: each must fail). A mode the machine lacks
 # (no GPU, no fused path) is reported as skipped; the driver says why and exits 3 before its hello.
 #   check_modes.sh LOCKSTEP WORKDIR [COUNT]
 set -u
@@ -22,6 +23,13 @@ for device in cpu cuda; do
     [ "$mode" = fused ] && expectations="$root/fixtures/expectations/pytorch-python-fused.json"
     bash "$root/tools/adapters/check_adapter.sh" "$lockstep" "$work/$mode-$device" "$engine" "$expectations" "$count" \
       || fail=1
+    # The mode's framework mutants (tools/adapters/pytorch/mutants/MODE_*.py) must fail with the same file: its
+    # entries that accept numbers cannot hide another bug of the quantity they mask.
+    if ls "$here/mutants/${mode}_"*.py > /dev/null 2>&1; then
+      MUTANT_PREFIX="${mode}_" MUTANT_DRIVER="$(printf %q "$root/tools/adapters/pytorch_driver.py") --mode $mode --device $device" \
+        bash "$root/tools/adapters/check_adapter_mutants.sh" "$lockstep" "$work/$mode-$device-mutants" "$here" \
+        "$expectations" "$count" || fail=1
+    fi
   done
 done
 exit $fail

@@ -1,22 +1,23 @@
 #!/usr/bin/env python3
-"""A wrapper driver that turns every -0.0 in another driver's answers into +0.0 (fixtures/PROTOCOL.md).
+"""A wrapper driver that plants one error in another driver's answers (fixtures/PROTOCOL.md): a wrong driver that
+lockstep must reject, for tests of the checker on the user's path (replay, run, reports, reproduce lines).
 
-    python3 tools/minus_zero_driver.py CMD [ARG...]
-    lockstep replay --engine "python3 tools/minus_zero_driver.py build/lockstep-impl-driver"
+    python3 tools/wrong_driver.py --drop-minus-zero CMD [ARG...]        every -0.0 written as 0
+    python3 tools/wrong_driver.py --scale-first-grads F CMD [ARG...]    the first backward's grads times F
+    lockstep replay --engine "python3 tools/wrong_driver.py --drop-minus-zero build/lockstep-impl-driver"
 
 Runs CMD (another driver; a single argument with spaces in it is run by /bin/sh -c, as lockstep runs an engine) as
 a child process, forwards every line of stdin to it and every line of its stdout back, flushing after each line, and
 leaves its stderr on this process's stderr. Each answer line is parsed as JSON with number hooks that keep every
-number's exact text; a number whose value is -0.0 (PROTOCOL.md section 5 writes it as the JSON number -0.0; every
-spelling counts: -0, -0.0, -0e0, -0.000E+3, and a literal such as -1e-400 that reads as -0.0 in double) loses its
-minus sign, and only such a line is written again (compact JSON, keys in their order); every other line goes
-through byte for byte. Non-finite numbers are the strings "NaN", "Infinity", "-Infinity" in the protocol and there
-is no string form of -0 (lockstep rejects any other numeric string), so strings are never changed.
+number's exact text, so an answer is written back byte for byte unless the planted error changes it. -0 is the JSON
+number -0.0 (or -0, -0e0, ...; a literal that reads as -0.0 in double); there is no string form of -0 (lockstep
+rejects any other numeric string), so strings are never changed.
 
 A sign flip of a zero is the one change to an answer that exact comparison of the values would still notice and a
-tolerance would not: this wrapper is a planted difference for checking that lockstep compares the sign of zeros.
-It exits when stdin closes (after the child has answered everything and exited, with the child's exit status) and
-writes to stderr at exit how many numbers it rewrote in how many answers. Standard library only.
+tolerance would not (SEMANTICS 9.5); a scaled first grad (F = -3) is what a tolerance grown with huge values would
+miss (SEMANTICS 9.6). It exits when stdin closes (after the child has answered everything and exited, with the
+child's exit status) and writes to stderr at exit how many numbers it rewrote in how many answers. Standard
+library only.
 """
 
 import json
@@ -73,16 +74,50 @@ def parse(text):
     return json.loads(text, parse_float=Number, parse_int=Number, parse_constant=Number, object_pairs_hook=Pairs)
 
 
+def scale_first_grads(value, factor, counter):
+    """The answer with every grad value of its first backward record multiplied by factor."""
+    if not isinstance(value, Pairs):
+        return value
+    trace = dict(value).get('trace')
+    if not isinstance(trace, Pairs):
+        return value
+    for record in dict(trace).get('records', []):
+        if not isinstance(record, Pairs) or dict(record).get('action') != 'backward':
+            continue
+        for _name, param in dict(record).get('params', Pairs()):
+            grad = dict(param).get('grad') if isinstance(param, Pairs) else None
+            values = dict(grad).get('values') if isinstance(grad, Pairs) else None
+            if isinstance(values, list):
+                for i, v in enumerate(values):
+                    if isinstance(v, Number):
+                        values[i] = Number(repr(float(v) * factor))
+                        counter[0] += 1
+        break
+    return value
+
+
+USAGE = 'usage: wrong_driver.py (--drop-minus-zero | --scale-first-grads F) CMD [ARG...]\n'
+
+
 def main(argv):
-    if not argv:
-        sys.stderr.write('usage: minus_zero_driver.py CMD [ARG...]\n')
+    if len(argv) >= 2 and argv[0] == '--drop-minus-zero':
+        plant, argv = (lambda v, c: rewrite(v, c)), argv[1:]
+    elif len(argv) >= 3 and argv[0] == '--scale-first-grads':
+        try:
+            factor = float(argv[1])
+        except ValueError:
+            sys.stderr.write(USAGE)
+            return 2
+        plant, argv = (lambda v, c: scale_first_grads(v, factor, c)), argv[2:]
+    else:
+        sys.stderr.write(USAGE)
         return 2
     shell = len(argv) == 1 and any(c.isspace() for c in argv[0])
     try:
         child = subprocess.Popen(argv[0] if shell else argv, shell=shell, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=None, bufsize=0)
     except OSError as e:
-        sys.stderr.write('minus_zero_driver: cannot start %s: %s\n' % (argv, e))
+        sys.stderr.write('wrong_driver: cannot start %s: %s\n' % (argv, e))
         return 127
 
     def stop(signum, _frame):
@@ -122,9 +157,9 @@ def main(argv):
             answers += 1
         try:
             text = body.decode('utf-8')
-            if '-' in text:  # no minus sign, no -0
+            if '"trace"' in text:
                 counter = [0]
-                value = rewrite(parse(text), counter)
+                value = plant(parse(text), counter)
                 if counter[0]:
                     changed_answers += 1
                     changed_numbers += counter[0]
@@ -134,9 +169,9 @@ def main(argv):
         out.write(body + b'\n')
         out.flush()
     rc = child.wait()
-    sys.stderr.write('minus_zero_driver: rewrote %d -0.0 number%s to 0 in %d of %d answers%s\n' % (
+    sys.stderr.write('wrong_driver: changed %d number%s in %d of %d answers%s\n' % (
         changed_numbers, '' if changed_numbers == 1 else 's', changed_answers, answers,
-        ' (%d lines with a minus sign not JSON, passed on)' % unparsed if unparsed else ''))
+        ' (%d trace lines not JSON, passed on)' % unparsed if unparsed else ''))
     sys.stderr.flush()
     return 128 - rc if rc < 0 else rc
 
