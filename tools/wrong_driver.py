@@ -4,6 +4,7 @@ lockstep must reject, for tests of the checker on the user's path (replay, run, 
 
     python3 tools/wrong_driver.py --drop-minus-zero CMD [ARG...]        every -0.0 written as 0
     python3 tools/wrong_driver.py --scale-first-grads F CMD [ARG...]    the first backward's grads times F
+    python3 tools/wrong_driver.py --drop-last-record CMD [ARG...]       one record too few in every trace
     lockstep replay --engine "python3 tools/wrong_driver.py --drop-minus-zero build/lockstep-impl-driver"
 
 Runs CMD (another driver; a single argument with spaces in it is run by /bin/sh -c, as lockstep runs an engine) as
@@ -96,12 +97,24 @@ def scale_first_grads(value, factor, counter):
     return value
 
 
-USAGE = 'usage: wrong_driver.py (--drop-minus-zero | --scale-first-grads F) CMD [ARG...]\n'
+def drop_last_record(value, counter):
+    """The answer with its trace's last record left out."""
+    trace = dict(value).get('trace') if isinstance(value, Pairs) else None
+    records = dict(trace).get('records') if isinstance(trace, Pairs) else None
+    if isinstance(records, list) and records:
+        records.pop()
+        counter[0] += 1
+    return value
+
+
+USAGE = 'usage: wrong_driver.py (--drop-minus-zero | --scale-first-grads F | --drop-last-record) CMD [ARG...]\n'
 
 
 def main(argv):
     if len(argv) >= 2 and argv[0] == '--drop-minus-zero':
         plant, argv = (lambda v, c: rewrite(v, c)), argv[1:]
+    elif len(argv) >= 2 and argv[0] == '--drop-last-record':
+        plant, argv = drop_last_record, argv[1:]
     elif len(argv) >= 3 and argv[0] == '--scale-first-grads':
         try:
             factor = float(argv[1])
