@@ -157,6 +157,20 @@ class Comparer {
                                      actual_previous->data.size() == expected.data.size();
     const std::vector<double>* budget = ctx_.budget ? ctx_.budget->find(prefix) : nullptr;
     if (budget && budget->size() != expected.data.size()) budget = nullptr;
+    auto numeric_difference = [&](size_t i, double ev, double av) {
+      Difference d;
+      d.kind = DifferenceKind::Numeric;
+      d.quantity = quantity;
+      d.path = prefix + index_text(expected.shape, i);
+      d.expected = ev;
+      d.actual = av;
+      d.expected_text = number_text(ev, dtype);
+      d.actual_text = number_text(av, dtype);
+      d.dtype = dtype;
+      d.field = prefix;
+      d.element = i;
+      return d;
+    };
     int listed = 0, more = 0;
     double worst = -1;
     bool best_resolved = false;  // SEMANTICS §9.6: the judged value best resolved by its bound
@@ -226,14 +240,7 @@ class Comparer {
           bad = false;
           ulp_error = 0;
           if (ctx_.accepted) {
-            Difference d;
-            d.kind = DifferenceKind::Numeric;
-            d.quantity = quantity;
-            d.path = prefix + index_text(expected.shape, i);
-            d.expected = ev;
-            d.actual = av;
-            d.expected_text = number_text(ev, dtype);
-            d.actual_text = number_text(av, dtype);
+            Difference d = numeric_difference(i, ev, av);
             d.bound = why;
             ctx_.accepted->push_back(std::move(d));
           }
@@ -258,17 +265,7 @@ class Comparer {
         continue;
       }
       ++listed;
-      Difference d;
-      d.kind = DifferenceKind::Numeric;
-      d.quantity = quantity;
-      d.path = prefix + index_text(expected.shape, i);
-      d.expected = ev;
-      d.actual = av;
-      d.expected_text = number_text(ev, dtype);
-      d.actual_text = number_text(av, dtype);
-      d.dtype = dtype;
-      d.field = prefix;
-      d.element = i;
+      Difference d = numeric_difference(i, ev, av);
       if (has_actual_previous) {
         d.has_actual_before = true;
         d.actual_before = actual_previous->data[i];
