@@ -156,6 +156,7 @@ class Comparer {
     const bool has_actual_previous = has_previous && actual_previous && actual_previous->shape == expected.shape &&
                                      actual_previous->data.size() == expected.data.size();
     const std::vector<double>* budget = ctx_.budget ? ctx_.budget->find(prefix) : nullptr;
+    const std::vector<char>* exact_zero = exact_zero_flags(prefix);
     if (budget && budget->size() != expected.data.size()) budget = nullptr;
     auto numeric_difference = [&](size_t i, double ev, double av) {
       Difference d;
@@ -218,9 +219,13 @@ class Comparer {
         const double residual = std::fabs(av - (ev + carried));
         ulp_error = residual / unit;
         bad = residual > allowed;
-        // SEMANTICS §9.5: the sign of a zero is defined where every operand was zero (m = 0) and nothing was
-        // carried; a zero that rounding or cancellation made of non-zero operands may have either sign.
-        if (!bad && ev == 0 && av == 0 && m == 0 && carried == 0 && std::signbit(ev) != std::signbit(av)) {
+        // SEMANTICS §9.5: the sign of a zero is defined where every operand was zero (m = 0, the operand scale's
+        // exact zero before its subnormal floor) and nothing was carried; a zero that rounding or cancellation made
+        // of non-zero operands may have either sign.
+        const bool zero_operands =
+            m == 0 || (has_extra && exact_zero && i < exact_zero->size() && (*exact_zero)[i] &&
+                       (!has_previous || previous->data[i] == 0));
+        if (!bad && ev == 0 && av == 0 && zero_operands && carried == 0 && std::signbit(ev) != std::signbit(av)) {
           bad = true;
           rule = "the sign of zero must match";
         }
@@ -375,6 +380,27 @@ class Comparer {
     }
     auto it = ctx_.scales->grad_straddle.find(param);
     return it == ctx_.scales->grad_straddle.end() ? nullptr : &it->second;
+  }
+
+  // OperandScales' exact zeros of a value this forward or backward produced (the output, a grad, a handle's grad).
+  const std::vector<char>* exact_zero_flags(const std::string& prefix) const {
+    if (!ctx_.scales) return nullptr;
+    if (is_action("forward") && prefix == "output → value") return &ctx_.scales->output_exact_zero;
+    if (!is_action("backward")) return nullptr;
+    static const std::string grad = " → grad", handle = "handle ", value = " → value";
+    std::string param;
+    if (prefix.size() > grad.size() && prefix.compare(prefix.size() - grad.size(), grad.size(), grad) == 0) {
+      param = prefix.substr(0, prefix.size() - grad.size());
+    } else if (prefix.rfind(handle, 0) == 0 && prefix.size() > value.size() &&
+               prefix.compare(prefix.size() - value.size(), value.size(), value) == 0) {
+      auto it = ctx_.handle_param.find(prefix.substr(handle.size(), prefix.size() - handle.size() - value.size()));
+      if (it == ctx_.handle_param.end()) return nullptr;
+      param = it->second;
+    } else {
+      return nullptr;
+    }
+    auto it = ctx_.scales->grad_exact_zero.find(param);
+    return it == ctx_.scales->grad_exact_zero.end() ? nullptr : &it->second;
   }
 
   double k_for(Quantity q) const {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -83,7 +84,8 @@ std::vector<std::string> split_parts(const std::string& s) {
   return out;
 }
 bool names_a_subject_kind(const std::string& part) {
-  return part.rfind("output", 0) == 0 || part.rfind("handle ", 0) == 0 || part.rfind("group ", 0) == 0;
+  return part == "output" || part.rfind("output*", 0) == 0 || part.rfind("handle ", 0) == 0 ||
+         part.rfind("group ", 0) == 0;
 }
 }  // namespace
 
@@ -225,8 +227,10 @@ const Expectation* FieldMask::match(const Difference& d, const std::vector<std::
         for (const std::string& k : error_kinds) raised = raised || glob_match(g, k);
       if (!raised) continue;
     }
+    // An entry with "accept" judges numbers only; one without, structure only (its globs cannot name numbers).
     if (d.kind == DifferenceKind::Numeric && (!e->accept.given || d.omitted > 0 || !accepts(e->accept, d, variant)))
       continue;
+    if (d.kind == DifferenceKind::Structure && e->accept.given) continue;
     for (const std::string& f : e->fields)
       if (field_glob_match(f, d.path)) {
         ++e->uses;
@@ -249,12 +253,15 @@ FieldMask Expectations::mask_for(const std::string& case_id, const std::set<std:
 }
 
 const Expectation* Expectations::whole_case(const std::string& case_id, const std::set<std::string>* features,
-                                            const Program* program) const {
+                                            const Program* program, std::optional<size_t> failed_action) const {
   // An entry that names the case comes before a rule (an entry with "features") that also matches it.
   for (const bool rules : {false, true})
     for (const Expectation& e : entries) {
       if (!e.fields.empty() || e.features.empty() != !rules || !applies(e, case_id, features)) continue;
-      if (!e.from.empty() && !(program && first_action_in_situation(*program, e.from))) continue;
+      if (!e.from.empty()) {
+        const std::optional<size_t> first = program ? first_action_in_situation(*program, e.from) : std::nullopt;
+        if (!first || !failed_action || *failed_action < *first) continue;
+      }
       return &e;
     }
   return nullptr;
@@ -323,10 +330,27 @@ Acceptance acceptance_from_json(const nlohmann::ordered_json& j, const std::stri
   };
   a.expected_classes = classes("expected");
   a.actual_classes = classes("actual");
-  if (!a.expected_classes.empty() || !a.actual_classes.empty()) ++forms;
+  if (!a.expected_classes.empty() || !a.actual_classes.empty()) {
+    ++forms;
+    // Both sides, and no value in a class of both: a predicate that held for equal classes ("finite" and "finite")
+    // would accept any wrong number.
+    if (a.expected_classes.empty() || a.actual_classes.empty())
+      throw JsonError(pointer, "value classes need both sides, \"expected\" and \"actual\"");
+    static const double samples[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                     -std::numeric_limits<double>::infinity(), 0.0, -0.0, 1.5, -2.5};
+    for (double v : samples) {
+      auto in = [v](const std::vector<std::string>& cs) {
+        return std::any_of(cs.begin(), cs.end(), [v](const std::string& c) { return value_in_class(v, c); });
+      };
+      if (in(a.expected_classes) && in(a.actual_classes))
+        throw JsonError(pointer, fmt::format("the classes of \"expected\" and \"actual\" overlap (both hold {}): they "
+                                             "would accept a wrong value of the same class", v));
+    }
+  }
   if (const nlohmann::ordered_json* u = r.optional("ulps")) {
-    if (!u->is_number() || !(u->get<double>() > 0) || u->get<double>() > 1e12)
-      throw JsonError(r.pointer("ulps"), "expected a number of ULPs above 0 (at most 1e12)");
+    // At most 2^16 ULPs: 2^16 ulp(m) is a relative 2^-7 of the scale in float32, so no factor or sign passes.
+    if (!u->is_number() || !(u->get<double>() > 0) || u->get<double>() > 65536)
+      throw JsonError(r.pointer("ulps"), "expected a number of ULPs above 0 and at most 65536 (a precision, not a factor)");
     a.ulps = u->get<double>();
     ++forms;
     if (r.has("dtype")) {

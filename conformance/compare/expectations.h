@@ -165,9 +165,11 @@ struct Expectations {
   FieldMask mask_for(const std::string& case_id, const std::set<std::string>* features = nullptr,
                      const Program* program = nullptr) const;
   // The first entry without fields whose id (and features) match: the case is expected to fail.
-  // `program`: for entries with "from" (without it they do not apply).
+  // `program` and `failed_action` (the action whose record failed): for rules with "from", which explain a case
+  // only when it failed at or after the first action in their situation (without them they do not apply).
   const Expectation* whole_case(const std::string& case_id, const std::set<std::string>* features = nullptr,
-                                const Program* program = nullptr) const;
+                                const Program* program = nullptr,
+                                std::optional<size_t> failed_action = std::nullopt) const;
   // Entries that masked nothing and explained no case in this run (Expectation::uses == 0).
   std::vector<const Expectation*> unused_entries() const;
   // The ids of entries that match none of `case_ids`.

@@ -96,7 +96,7 @@ TEST(Expectations, ValidationNamesFileAndPointer) {
 TEST(Expectations, WhenKeepsTheEntriesOfTheImplementationsVersion) {
   const char* text = R"({"expectations": [
     {"id": "fixed-in-2", "reason": "a 1.x bug", "when": {"pytorch": "<2.0"}},
-    {"id": "new-in-2", "fields": ["* → grad*"], "accept": {"actual": "nan"}, "reason": "a 2.x bug", "when": {"pytorch": ">=2.0"}},
+    {"id": "new-in-2", "fields": ["* → grad.defined"], "reason": "a 2.x bug", "when": {"pytorch": ">=2.0"}},
     {"id": "always", "reason": "every version"}]})";
   Expectations v1 = expectations_from_json(json::parse(text), "e.json");
   EXPECT_EQ(v1.keep_for_version("1.13.0a0"), 1u);
@@ -145,7 +145,7 @@ TEST(Expectations, FeatureEntriesMatchOnlyWhenEveryGlobMatches) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
     {"features": ["sgd", "op:mul*"], "fields": ["* → state.exists"], "reason": "sgd state"},
     {"features": ["adamw"], "reason": "whole adamw cases"},
-    {"id": "fixture-*", "features": ["float64"], "fields": ["output → value"], "accept": {"actual": "nan"}, "reason": "fixtures in float64"}]})"),
+    {"id": "fixture-*", "features": ["float64"], "fields": ["output → has_grad_fn"], "reason": "fixtures in float64"}]})"),
                                           "e.json");
   ASSERT_EQ(e.entries.size(), 3u);
   EXPECT_EQ(e.entries[0].id, "*");  // a rule for live runs: any case id
@@ -172,26 +172,26 @@ TEST(Expectations, FeatureEntriesMatchOnlyWhenEveryGlobMatches) {
 
   // With an id too, both must match.
   const std::set<std::string> f64 = {"float64"};
-  EXPECT_NE(e.mask_for("fixture-7", &f64).match("output → value"), nullptr);
-  EXPECT_EQ(e.mask_for("random-7", &f64).match("output → value"), nullptr);
-  EXPECT_EQ(e.mask_for("fixture-7", &sgd_mul).match("output → value"), nullptr);
+  EXPECT_NE(e.mask_for("fixture-7", &f64).match("output → has_grad_fn"), nullptr);
+  EXPECT_EQ(e.mask_for("random-7", &f64).match("output → has_grad_fn"), nullptr);
+  EXPECT_EQ(e.mask_for("fixture-7", &sgd_mul).match("output → has_grad_fn"), nullptr);
 }
 
 TEST(Expectations, ErrorsMaskOnlyRecordsThatRaisedSuchAnError) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"id": "*", "fields": ["output → value", "error.kind"], "accept": {"actual": "nan"}, "errors": ["inplace_*", "backward_through_freed_graph"], "reason": "errors"},
-    {"id": "case-b", "fields": ["w → grad[*]"], "accept": {"actual": "nan"}, "reason": "any record"}]})"), "e.json");
+    {"id": "*", "fields": ["output → has_grad_fn", "error.kind"], "errors": ["inplace_*", "backward_through_freed_graph"], "reason": "errors"},
+    {"id": "case-b", "fields": ["w → grad.defined"], "reason": "any record"}]})"), "e.json");
   ASSERT_EQ(e.entries[0].errors, (std::vector<std::string>{"inplace_*", "backward_through_freed_graph"}));
   const FieldMask m = e.mask_for("case-a");
-  EXPECT_EQ(m.match("output → value"), nullptr);                    // no error in the record
-  EXPECT_EQ(m.match("output → value", {"no_grad_fn"}), nullptr);    // another kind
-  EXPECT_NE(m.match("output → value", {"no_grad_fn", "inplace_modified"}), nullptr);
+  EXPECT_EQ(m.match("output → has_grad_fn"), nullptr);                    // no error in the record
+  EXPECT_EQ(m.match("output → has_grad_fn", {"no_grad_fn"}), nullptr);    // another kind
+  EXPECT_NE(m.match("output → has_grad_fn", {"no_grad_fn", "inplace_modified"}), nullptr);
   EXPECT_NE(m.match("error.kind", {"backward_through_freed_graph"}), nullptr);
   EXPECT_EQ(m.match("w → grad[0]", {"backward_through_freed_graph"}), nullptr);       // the fields still have to match
   // An entry without errors masks whatever the records raised.
   const FieldMask b = e.mask_for("case-b");
-  EXPECT_NE(b.match("w → grad[1]"), nullptr);
-  EXPECT_NE(b.match("w → grad[1]", {"inplace_modified"}), nullptr);
+  EXPECT_NE(b.match("w → grad.defined"), nullptr);
+  EXPECT_NE(b.match("w → grad.defined", {"inplace_modified"}), nullptr);
 }
 
 TEST(Expectations, FeaturesAndErrorsAreValidated) {
@@ -338,28 +338,28 @@ TEST(Expectations, RecordSituationsFromTheProgram) {
 TEST(Expectations, FromMasksOnlyTheSituationsRecordAndLaterOnes) {
   using K = ActionKind;
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"features": ["sgd"], "from": "repeated_backward", "fields": ["* → grad*"], "accept": {"actual": "nan"}, "reason": "second backward"}]})"),
+    {"features": ["sgd"], "from": "repeated_backward", "fields": ["* → grad.*"], "reason": "second backward"}]})"),
                                           "e.json");
   Program p = two_params({act(K::Forward), act(K::Backward), act(K::Backward), act(K::Step)});
   const std::set<std::string> features = program_features(p);
   FieldMask m = e.mask_for("random-1", &features, &p);
-  EXPECT_EQ(m.match("w → grad[0]", {}, "1", "2", std::nullopt), nullptr);  // setup
-  EXPECT_EQ(m.match("w → grad[0]", {}, "1", "2", 1), nullptr);             // the first backward is judged
-  EXPECT_NE(m.match("w → grad[0]", {}, "2", "4", 2), nullptr);             // the second is accepted
-  EXPECT_NE(m.match("w → grad[0]", {}, "2", "4", 3), nullptr);             // and what follows
-  EXPECT_EQ(m.match("w → value[0]", {}, "2", "4", 3), nullptr);            // fields still narrow it
+  EXPECT_EQ(m.match("w → grad.defined", {}, "1", "2", std::nullopt), nullptr);  // setup
+  EXPECT_EQ(m.match("w → grad.defined", {}, "1", "2", 1), nullptr);             // the first backward is judged
+  EXPECT_NE(m.match("w → grad.defined", {}, "2", "4", 2), nullptr);             // the second is accepted
+  EXPECT_NE(m.match("w → grad.defined", {}, "2", "4", 3), nullptr);             // and what follows
+  EXPECT_EQ(m.match("w → same_as_previous", {}, "2", "4", 3), nullptr);         // fields still narrow it
   // Without the program (or in a program without the situation) the entry never applies.
   EXPECT_TRUE(e.mask_for("random-1", &features).empty());
   Program once = two_params({act(K::Forward), act(K::Backward), act(K::Step)});
-  EXPECT_EQ(e.mask_for("random-1", &features, &once).match("w → grad[0]", {}, "1", "2", 2), nullptr);
+  EXPECT_EQ(e.mask_for("random-1", &features, &once).match("w → grad.defined", {}, "1", "2", 2), nullptr);
 }
 
 TEST(Expectations, WithoutFeaturesKeepsAnEntryFromProgramsThatUseThem) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
-    {"features": ["adam"], "without_features": ["adam.betas"], "fields": ["* → exp_avg*"], "accept": {"actual": "nan"}, "reason": "defaults"},
+    {"features": ["adam"], "without_features": ["adam.betas"], "fields": ["* → state.exists"], "reason": "defaults"},
     {"features": ["adam"], "without_features": ["adam.b*"], "reason": "whole"}]})"), "e.json");
   const std::set<std::string> defaults = {"adam", "float64"}, betas = {"adam", "adam.betas", "float64"};
-  EXPECT_NE(e.mask_for("x", &defaults).match("w → exp_avg[0]"), nullptr);
+  EXPECT_NE(e.mask_for("x", &defaults).match("w → state.exists"), nullptr);
   EXPECT_TRUE(e.mask_for("x", &betas).empty());
   EXPECT_NE(e.whole_case("x", &defaults), nullptr);
   EXPECT_EQ(e.whole_case("x", &betas), nullptr);
@@ -423,7 +423,7 @@ TEST(Expectations, AMaskOfNumbersNeedsAPredicate) {
   EXPECT_NO_THROW(expectations_from_json(
       json::parse(R"({"expectations": [{"id": "*", "fields": ["* → state.exists", "* → grad.defined"], "reason": "r"}]})"),
       "e.json"));
-  for (const char* bad : {R"({"actual": "teapot"})", R"({"ulps": -1})", R"({"ulps": 4, "actual": "nan"})", R"({})",
+  for (const char* bad : {R"({"actual": "teapot"})", R"({"actual": "nan"})", R"({"expected": "finite", "actual": "nonzero"})", R"({"ulps": 1e8})", R"({"ulps": -1})", R"({"ulps": 4, "actual": "nan"})", R"({})",
                           R"({"variant": "no.such"})", R"({"unchanged": false})", R"({"dtype": "float32"})"}) {
     const json doc = {{"expectations", {{{"id", "*"}, {"fields", {"* → grad*"}}, {"accept", json::parse(bad)}, {"reason", "r"}}}}};
     EXPECT_THROW(expectations_from_json(doc, "e.json"), InputError) << bad;
@@ -445,6 +445,7 @@ TEST(Expectations, FieldGlobsNameTheirParts) {
 TEST(Expectations, PredicatesAcceptOnlyWhatTheySay) {
   Expectations e = expectations_from_json(json::parse(R"({"expectations": [
     {"id": "nan", "fields": ["* → grad*"], "accept": {"expected": "finite", "actual": "nan"}, "reason": "r"},
+    {"id": "nan", "fields": ["* → grad.defined"], "reason": "structure: its own entry"},
     {"id": "zero", "fields": ["* → grad*"], "accept": {"expected": "-0", "actual": "+0"}, "reason": "r"},
     {"id": "ulps", "fields": ["* → grad*"], "accept": {"ulps": 64}, "reason": "r"},
     {"id": "f32", "fields": ["* → grad*"], "accept": {"ulps": 4, "dtype": "float32"}, "reason": "r"},
@@ -473,8 +474,30 @@ TEST(Expectations, PredicatesAcceptOnlyWhatTheySay) {
   EXPECT_NE(e.mask_for("variant").match(numeric("w → value[0]", 0.9, 0.5), {}, 0, &evaluator), nullptr);
   EXPECT_EQ(e.mask_for("variant").match(numeric("w → value[0]", 0.9, 0.1), {}, 0, &evaluator), nullptr);
   EXPECT_EQ(e.mask_for("variant").match(numeric("w → value[0]", 0.9, 0.5), {}, 0, nullptr), nullptr);
-  // A numeric difference is never masked by an entry's globs alone, nor a structural one by its predicate.
+  // A numeric difference is never masked by an entry's globs alone, nor a structural one by an entry with a predicate.
+  EXPECT_EQ(e.mask_for("nan").match("w → grad.requires_grad"), nullptr);
   EXPECT_NE(e.mask_for("nan").match("w → grad.defined"), nullptr);
+}
+
+}  // namespace
+}  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// A rule with "from" explains a failure only at or after the first action in its situation; an entry with "accept"
+// never masks structure.
+TEST(Expectations, ARuleWithFromExplainsOnlyLaterFailures) {
+  using K = ActionKind;
+  Expectations e = expectations_from_json(json::parse(R"({"expectations": [
+    {"features": ["sgd"], "from": "repeated_backward", "reason": "second backward on"}]})"), "e.json");
+  Program p = two_params({act(K::Forward), act(K::Backward), act(K::Backward), act(K::Step)});
+  const std::set<std::string> features = program_features(p);
+  EXPECT_EQ(e.whole_case("random-1", &features, &p, 1), nullptr);  // the first backward: judged
+  EXPECT_NE(e.whole_case("random-1", &features, &p, 2), nullptr);
+  EXPECT_NE(e.whole_case("random-1", &features, &p, 3), nullptr);
+  EXPECT_EQ(e.whole_case("random-1", &features, &p, std::nullopt), nullptr);  // setup, or no failure
+  EXPECT_EQ(e.whole_case("random-1", &features, nullptr, 3), nullptr);
 }
 
 }  // namespace

@@ -107,8 +107,9 @@ double smallest_normal(const EngineState& state) {
 
 class ScaleTape {
  public:
-  explicit ScaleTape(const EngineState& state, const ExpressionVariant* variant = nullptr)
-      : state_(state), min_normal_(smallest_normal(state)), variant_(variant) {}
+  // `floor_subnormals` false: scales exactly as computed, 0 where every operand was 0 (OperandScales' exact zeros).
+  explicit ScaleTape(const EngineState& state, const ExpressionVariant* variant = nullptr, bool floor_subnormals = true)
+      : state_(state), min_normal_(floor_subnormals ? smallest_normal(state) : 0.0), variant_(variant) {}
 
   std::vector<Node> nodes;
   int64_t longest_reduction = 1;  // the most terms any one value of the forward or backward sums
@@ -666,6 +667,19 @@ OperandScales operand_scales(const Expr& loss, const EngineState& params_state,
     backward_scales(tape.nodes, seed, tape.min_normal(), out);
     zero_non_finite(out.output);
     for (auto& [name, g] : out.grad) zero_non_finite(g);
+    {  // The same scales without the subnormal floor: exactly 0 where every operand was 0 (SEMANTICS §9.5).
+      auto zero_flags = [](const std::vector<double>& b) {
+        std::vector<char> z(b.size());
+        for (size_t i = 0; i < b.size(); ++i) z[i] = b[i] == 0;
+        return z;
+      };
+      ScaleTape exact(params_state, nullptr, /*floor_subnormals=*/false);
+      exact.eval(loss);
+      out.output_exact_zero = zero_flags(exact.nodes.back().b);
+      OperandScales unfloored;
+      backward_scales(exact.nodes, seed, 0.0, unfloored);
+      for (const auto& [name, g] : unfloored.grad) out.grad_exact_zero[name] = zero_flags(g);
+    }
     // The signed backward, for the grads whose class (NaN or ±inf) a rounding decides (tolerance.h); where it cannot
     // run, no element is straddled.
     try {

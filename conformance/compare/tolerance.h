@@ -109,6 +109,10 @@ struct OperandScales {
   // Per parameter with such an element: the grad's signed value in double (±inf) where its class hangs on a rounding
   // (header comment: an infinite gradient through tanh or sigmoid at saturation), else 0.
   std::map<std::string, std::vector<double>> grad_straddle;
+  // Per element: 1 where every operand that produced it was exactly zero (its scale before the subnormal floor is 0),
+  // so the sign of a zero result is defined (SEMANTICS §9.5).
+  std::vector<char> output_exact_zero;
+  std::map<std::string, std::vector<char>> grad_exact_zero;
 };
 
 // `params_state` supplies the parameters' values (the oracle's state before the forward). `gradient` is

@@ -93,7 +93,11 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
   if (const ExpressionVariant* v = expression_variant(name)) {
     // The specification's and the variant's evaluation at the implementation's parameters: the centre (expected +
     // carried, the specification there) moves by their difference.
-    if (!held_ || std::isnan(d.centre)) return std::nullopt;
+    if (!held_) return std::nullopt;
+    // The centre; a difference judged by a rule (NaN, inf) carried nothing: the expected value.
+    const double centre = std::isnan(d.centre) ? d.expected : d.centre;
+    // Where either evaluation is not finite the variant's own value stands (no shift can be taken).
+    auto moved = [centre](double spec, double var) { return std::isfinite(spec) && std::isfinite(var) ? centre + (var - spec) : var; };
     const bool forward = action.kind == ActionKind::Forward && subject == "output" && field == "value";
     const bool backward = action.kind == ActionKind::Backward && field == "grad";
     if (!forward && !backward) return std::nullopt;
@@ -103,12 +107,12 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
     if (!spec.ok || !var.ok) return std::nullopt;
     if (forward) {
       if (i >= spec.output.size() || i >= var.output.size()) return std::nullopt;
-      return d.centre + (var.output[i] - spec.output[i]);
+      return moved(spec.output[i], var.output[i]);
     }
     auto s = spec.grad.find(param), w = var.grad.find(param);
     if (s == spec.grad.end() || w == var.grad.end() || i >= s->second.size() || i >= w->second.size())
       return std::nullopt;
-    return d.centre + (w->second[i] - s->second[i]);
+    return moved(s->second[i], w->second[i]);
   }
   if (subject == "output" && action.kind == ActionKind::Step && actual.state.output) {
     // The output of a forward of a bare parameter is that parameter (SEMANTICS §3.8): the step moved it.
@@ -146,10 +150,18 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
   }
   if (name == "adam.moments_from_its_own_state") {
     if ((field != "exp_avg" && field != "exp_avg_sq") || !before->grad.defined || !o.betas) return std::nullopt;
-    const auto g = element(before->grad.value, i);
+    auto g = element(before->grad.value, i);
     const std::optional<TensorValue>& old = field == "exp_avg" ? before->state.exp_avg : before->state.exp_avg_sq;
-    const double previous = old ? element(*old, i).value_or(0) : 0;
+    // Where the oracle had no moments before (its first step), the specification's are zero: moments the
+    // implementation made up before its first step (never judged) are not a baseline.
+    const ParamObservation* oracle_before = expected_previous_.state.param(param);
+    const bool oracle_had = oracle_before && (field == "exp_avg" ? oracle_before->state.exp_avg.has_value()
+                                                                 : oracle_before->state.exp_avg_sq.has_value());
+    const double previous = oracle_had && old ? element(*old, i).value_or(0) : 0;
     if (!g) return std::nullopt;
+    const auto p = element(before->value, i);  // Adam's L2 term (SEM-6.3); AdamW decays p instead
+    if (program_.optimizer && program_.optimizer->kind == OptimizerKind::Adam && o.weight_decay && p)
+      *g += *o.weight_decay * *p;
     if (field == "exp_avg") return o.betas->first * previous + (1 - o.betas->first) * *g;
     return o.betas->second * previous + (1 - o.betas->second) * *g * *g;
   }

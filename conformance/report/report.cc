@@ -47,7 +47,8 @@ CaseReport make_case_report(std::string id, LockstepResult result, std::optional
   std::set<std::string> features;  // for rule entries (expectations.h, "features")
   if (c.program) features = program_features(*c.program);
   const Expectation* whole =
-      expectations ? expectations->whole_case(c.id, c.program ? &features : nullptr, c.program ? &*c.program : nullptr)
+      expectations ? expectations->whole_case(c.id, c.program ? &features : nullptr, c.program ? &*c.program : nullptr,
+                                              result.failed_action)
                    : nullptr;
   if (whole && !result.passed) ++whole->uses;
   auto labelled = [](const Expectation& e) {
@@ -55,7 +56,9 @@ CaseReport make_case_report(std::string id, LockstepResult result, std::optional
   };
   // A case that passed only because masks accepted its differences still deviates: an entry that says it
   // fails is not contradicted (its claim checks, say, fail in a live run while replay masks the same fields).
-  if ((!result.passed || !result.masked.empty()) && whole) {
+  const bool masked_by_expectations = std::any_of(result.masked.begin(), result.masked.end(),
+                                                  [](const MaskedDifference& m) { return !m.by_profile; });
+  if ((!result.passed || masked_by_expectations) && whole) {
     if (result.passed) ++whole->uses;
     c.status = CaseStatus::Known;
     c.known_reason = "expected failure (" + labelled(*whole) + ")";

@@ -190,8 +190,11 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
 void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program) {
   std::set<std::string> features;  // for rules (entries with "features"), which a fixture matches like a live case
   if (program) features = program_features(*program);
-  const Expectation* e = config.expectations.whole_case(result.id, program ? &features : nullptr, program);
-  if (e && (result.status == ReplayStatus::Failed || (result.status == ReplayStatus::Passed && !result.masked.empty()))) {
+  const Expectation* e =
+      config.expectations.whole_case(result.id, program ? &features : nullptr, program, result.failed_action);
+  const bool masked_by_expectations = std::any_of(result.masked.begin(), result.masked.end(),
+                                                  [](const MaskedDifference& m) { return !m.by_profile; });
+  if (e && (result.status == ReplayStatus::Failed || (result.status == ReplayStatus::Passed && masked_by_expectations))) {
     // Passing only by masks is still a deviation: the entry that says the case fails holds.
     result.status = ReplayStatus::ExpectedFailure;
     ++e->uses;
