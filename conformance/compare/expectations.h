@@ -17,8 +17,8 @@
 //   handles, the output): what the entry accepts of a NUMERIC difference, a predicate on the pair, never "any value":
 //     {"expected": "finite", "actual": "nan"}   value classes (a name or a list of names) of each side: "nan",
 //                                               "inf", "+inf", "-inf", "finite", "zero", "+0", "-0", "nonzero";
-//                                               a side left out is any value, one side at least must be given
-//     {"ulps": 64} or {"ulps": 4, "dtype": "float32"}   within that many ULPs (of the dtype, default the value's)
+//                                               both sides, and no value in a class of both (disjoint)
+//     {"ulps": 64} or {"ulps": 4, "dtype": "float32"}   within that many ULPs (at most 65536; of the dtype, default the value's)
 //                                               of the comparator's scale m, around the value expected at the
 //                                               implementation's inputs: a precision deviation of known size
 //     {"unchanged": true}                       the implementation's value is the one it had at the record before
@@ -27,7 +27,7 @@
 //                                               specification gives at the implementation's inputs
 //                                               (formula_variants.h lists them)
 //   An accepted difference carries no more than the predicate allows into the error budget of what follows.
-//   Structural differences the fields match are masked as before ("accept" does not apply to them).
+//   An entry with "accept" judges numbers only; a structural difference needs an entry without it.
 // - "guard" (optional): the framework mutants (file names without ".js"/".py" in the adapter's mutants/ folder)
 //   that break the masked quantity in another way and must still fail (tools/adapters/check_adapter_mutants.sh);
 //   tools/adapters/check_guards.py requires one for every entry with "accept" in the shipped files.
