@@ -18,7 +18,7 @@ unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX GTEST_SHARD_STATUS_FILE
 # An expectations file for the float32 driver: a mask (known cases) and a whole-case entry (an expected failure).
 cat > "$work/f32-expectations.json" <<'EOF'
 {"expectations": [
-  {"id": "random-1?", "fields": ["* → value*"], "reason": "planted mask: values of random-10..19 accepted"},
+  {"id": "random-1?", "fields": ["* → value*"], "accept": {"ulps": 65536}, "reason": "planted mask: values of random-10..19 accepted within 65536 ULPs"},
   {"id": "random-3", "reason": "planted whole-case entry: an unexpected pass is a failure"}
 ]}
 EOF
@@ -107,7 +107,7 @@ diff <(lines "$work/mutants1.out") <(lines "$work/mutants3.out") > /dev/null ||
 # a float32-only driver that skips, with an expectations file).
 cat > "$work/replay-expectations.json" <<'EOF'
 {"expectations": [
-  {"id": "grad-adam-*", "fields": ["* → exp_avg_sq*"], "reason": "planted mask"},
+  {"id": "grad-adam-*", "fields": ["* → exp_avg_sq*"], "accept": {"ulps": 65536}, "reason": "planted mask"},
   {"id": "tut002-*", "reason": "planted whole-case entry: some fail, some pass (unexpected passes)"}
 ]}
 EOF

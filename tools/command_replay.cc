@@ -137,8 +137,8 @@ RunReport to_run_report(const std::vector<ReplayCaseResult>& results, const std:
         c.status = CaseStatus::Passed;
         if (r.imprecision.values > 0) {  // SEMANTICS §9.6: not passed, counted (report.h)
           c.status = CaseStatus::Known;
-          c.known_reason = fmt::format("{} (not passed): {} value{} whose bound is at least its magnitude (SEMANTICS "
-                                       "§9.6; first: {})", kImpreciseReason, r.imprecision.values,
+          c.known_reason = fmt::format("{} (not passed): {} tensor{} whose every value has a bound at least its "
+                                       "magnitude (SEMANTICS §9.6; first: {})", kImpreciseReason, r.imprecision.values,
                                        r.imprecision.values == 1 ? "" : "s", r.imprecision.first);
         }
         break;
@@ -204,7 +204,7 @@ int finish(const std::vector<ReplayCaseResult>& results, const ReplayConfig& con
   for (const ReplayCaseResult& r : results) imprecise += r.status == ReplayStatus::Passed && r.imprecision.values > 0;
   fmt::print("{}: {} passed, {} failed, {} skipped, {} expected failures, {} unexpected passes{} ({:.2f} s)\n", what,
              s.passed - imprecise, s.failed, s.skipped, s.expected_failures, s.unexpected_passes,
-             imprecise ? fmt::format(", {} imprecise (SEMANTICS §9.6; not passed)", imprecise) : "", secs);
+             imprecise ? fmt::format(", {} imprecise (not passed, SEMANTICS §9.6)", imprecise) : "", secs);
   return s.ok() ? kExitOk : kExitDiscrepancies;
 }
 

@@ -123,9 +123,9 @@ int finish_run(const RunArgs& args, const RunReport& report, size_t named_cases,
   row("named cases", named);
   row("random", random);
   const ReportSummary summary = summarise(report);
-  fmt::print("{} passed, {} failed{} ({:.1f} s; seed {}, max size {}{})\n", named.passed + random.passed,
+  fmt::print("{} passed, {} failed ({}{:.1f} s; seed {}, max size {}{})\n", named.passed + random.passed,
              named.failed + random.failed,
-             summary.imprecise ? fmt::format(", {} imprecise (SEMANTICS §9.6; known, not passed)", summary.imprecise) : "",
+             summary.imprecise ? fmt::format("{} imprecise, known and not passed, SEMANTICS §9.6; ", summary.imprecise) : "",
              secs, args.seed, args.max_size,
              report.shard ? fmt::format("; shard {} of {}", report.shard->index, report.shard->total) : "");
   return named.failed + random.failed ? kExitDiscrepancies : kExitOk;

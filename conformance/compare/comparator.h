@@ -72,7 +72,7 @@ struct Difference {
 // Values whose bound is at least their own magnitude (SEMANTICS §9.6): the comparison could not tell them from
 // their negation or a multiple, so a case with one is imprecise, not passed.
 struct Imprecision {
-  int64_t values = 0;
+  int64_t values = 0;  // tensors (per record) none of whose judged values is larger than its bound
   std::string first;  // "w → grad[1]: bound 3.2e+10 ≥ |expected| 1.5"
 };
 

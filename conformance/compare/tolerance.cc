@@ -654,6 +654,23 @@ OperandScales operand_scales(const Expr& loss, const EngineState& params_state,
                              const std::vector<double>* gradient) {
   OperandScales out;
   try {
+    {  // The scales without the subnormal floor: exactly 0 where every operand was 0 (SEMANTICS §9.5). A tape of its
+       // own, freed before the main one is built (the two never coexist: bounded memory for the largest programs).
+      auto zero_flags = [](const std::vector<double>& b) {
+        std::vector<char> z(b.size());
+        for (size_t i = 0; i < b.size(); ++i) z[i] = b[i] == 0;
+        return z;
+      };
+      ScaleTape exact(params_state, nullptr, /*floor_subnormals=*/false);
+      exact.eval(loss);
+      out.output_exact_zero = zero_flags(exact.nodes.back().b);
+      OperandScales unfloored;
+      std::vector<double> seed(exact.nodes.back().v.size(), 1.0);
+      if (gradient && gradient->size() == seed.size())
+        for (size_t i = 0; i < seed.size(); ++i) seed[i] = std::fabs((*gradient)[i]);
+      backward_scales(exact.nodes, seed, 0.0, unfloored);
+      for (const auto& [name, g] : unfloored.grad) out.grad_exact_zero[name] = zero_flags(g);
+    }
     ScaleTape tape(params_state);
     tape.eval(loss);
     out.reduction_length = tape.longest_reduction;
@@ -667,19 +684,6 @@ OperandScales operand_scales(const Expr& loss, const EngineState& params_state,
     backward_scales(tape.nodes, seed, tape.min_normal(), out);
     zero_non_finite(out.output);
     for (auto& [name, g] : out.grad) zero_non_finite(g);
-    {  // The same scales without the subnormal floor: exactly 0 where every operand was 0 (SEMANTICS §9.5).
-      auto zero_flags = [](const std::vector<double>& b) {
-        std::vector<char> z(b.size());
-        for (size_t i = 0; i < b.size(); ++i) z[i] = b[i] == 0;
-        return z;
-      };
-      ScaleTape exact(params_state, nullptr, /*floor_subnormals=*/false);
-      exact.eval(loss);
-      out.output_exact_zero = zero_flags(exact.nodes.back().b);
-      OperandScales unfloored;
-      backward_scales(exact.nodes, seed, 0.0, unfloored);
-      for (const auto& [name, g] : unfloored.grad) out.grad_exact_zero[name] = zero_flags(g);
-    }
     // The signed backward, for the grads whose class (NaN or ±inf) a rounding decides (tolerance.h); where it cannot
     // run, no element is straddled.
     try {

@@ -80,8 +80,8 @@ CaseReport make_case_report(std::string id, LockstepResult result, std::optional
   // SEMANTICS §9.6: a pass whose bound could not tell some value from its negation is not a pass.
   if (c.status == CaseStatus::Passed && result.imprecision.values > 0) {
     c.status = CaseStatus::Known;
-    c.known_reason = fmt::format("{} {}: {} value{} whose bound is at least its magnitude (SEMANTICS §9.6; first: {})",
-                                 kImpreciseReason, "(not passed)", result.imprecision.values,
+    c.known_reason = fmt::format("{} {}: {} tensor{} whose every value has a bound at least its magnitude (SEMANTICS "
+                                 "§9.6; first: {})", kImpreciseReason, "(not passed)", result.imprecision.values,
                                  result.imprecision.values == 1 ? "" : "s", result.imprecision.first);
   }
   c.result = std::move(result);

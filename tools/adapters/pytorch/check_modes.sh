@@ -27,7 +27,7 @@ for device in cpu cuda; do
     # entries that accept numbers cannot hide another bug of the quantity they mask.
     if ls "$here/mutants/${mode}_"*.py > /dev/null 2>&1; then
       MUTANT_PREFIX="${mode}_" MUTANT_DRIVER="$(printf %q "$root/tools/adapters/pytorch_driver.py") --mode $mode --device $device" \
-        bash "$root/tools/adapters/check_adapter_mutants.sh" "$lockstep" "$work/$mode-$device-mutants" "$here" \
+        bash "$root/tools/adapters/check_adapter_mutants.sh" "$lockstep" "$work-mutants/$mode-$device" "$here" \
         "$expectations" "$count" || fail=1
     fi
   done
