@@ -200,9 +200,10 @@ Tensor sigmoid(const Tensor& a) {
 
 Tensor relu(const Tensor& a) {
   detail::require_defined("relu", a);
+  // x < 0 is +0; -0 and NaN pass through (LibTorch: relu(-0) = -0, SEMANTICS §9.5)
   Tensor out = map_unary(a, [](auto x) {
     using T = decltype(x);
-    return (x > T(0) || std::isnan(x)) ? x : T(0);
+    return x < T(0) ? T(0) : x;
   });
   return record_saving_output(out, "ReluBackward", {a}, [](const Node& self, const Tensor& g) {
     return std::vector<Tensor>{relu_grad(g, saved_output(self))};  // relu(a) > 0 exactly where a > 0
