@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/program/cleanup_guard.h"
 #include "conformance/program/data_dir.h"
 #include "conformance/program/features.h"
 #include "conformance/program/optional_fields.h"
@@ -26,6 +27,8 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
   using namespace lockstep::tools;
   // A --jobs worker knows it is one before anything starts a thread or a child (workers.h).
   claim_worker_role();
+  // Then the process that cleans up after this one however it ends (drivers, temporaries; cleanup_guard.h).
+  cleanup_guard::start();
   if (data) set_data_dir(data);
   try {
     register_engines(engines);

@@ -235,8 +235,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   // API profile (capabilities.h, feature_scope.h, api_profile.h).
   subject->capabilities();
   if (!subject->fatal_error().empty()) {
-    std::cerr << "lockstep run: the driver cannot start: " << subject->fatal_error() << not_an_engine_hint(args.engine)
-              << "\n";
+    std::cerr << "lockstep run: " << subject->fatal_error() << not_an_engine_hint(args.engine) << "\n";
     return kExitInputError;
   }
   // Entries for other PyTorch versions than the implementation's ("when", expectations.h) do not apply here.
@@ -285,7 +284,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   auto fatal = [&]() -> bool {
     const std::string why = subject->fatal_error();
     if (why.empty()) return false;
-    std::cerr << "lockstep run: the driver cannot start: " << why << not_an_engine_hint(args.engine) << "\n";
+    std::cerr << "lockstep run: " << why << not_an_engine_hint(args.engine) << "\n";
     return true;
   };
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -22,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance/program/cleanup_guard.h"
 #include "conformance/program/file_system.h"
 
 extern char** environ;
@@ -159,28 +161,67 @@ pid_t spawn_worker(int w, int jobs, const std::string& dir, const std::string& e
 
 void claim_worker_role() { (void)worker_role(); }
 
+// Directories "PREFIX.PID.XXXXXX" in $TMPDIR whose process PID no longer runs: left by a run that could not remove
+// its own (its cleanup guard was killed with it). Removed, and said once.
+static void remove_stale_directories(const std::string& prefix) {
+  const std::string dir = files::temp_directory();
+  std::vector<std::string> names;
+  try {
+    names = files::list_names(dir);
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const std::string& name : names) {
+    if (name.compare(0, prefix.size() + 1, prefix + ".") != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size() + 1, &end, 10);
+    if (pid <= 0 || *end != '.' || (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)) continue;
+    try {
+      files::remove_all(files::join(dir, name));
+      std::cerr << "lockstep: removed " << files::join(dir, name) << ", left by an earlier run (process " << pid
+                << ") that was killed\n";
+    } catch (const std::exception&) {
+    }
+  }
+}
+
 WorkerDir::WorkerDir(const std::string& prefix) {
   if (worker_role().index >= 0) {  // a worker uses its parent's directory
     path_ = worker_role().dir;
     return;
   }
-  owned_ = std::make_unique<files::TempDir>(prefix);
+  remove_stale_directories(prefix);
+  // The pid in the name tells a later run whether its owner still runs; the cleanup guard removes it if this
+  // process is killed (cleanup_guard.h).
+  owned_ = std::make_unique<files::TempDir>(fmt::format("{}.{}", prefix, static_cast<long>(getpid())));
   path_ = owned_->path();
+  cleanup_guard::remove_on_exit(path_);
 }
 
-// Stops the workers not yet waited for: SIGTERM, then SIGKILL to any still there after a grace period.
+WorkerDir::~WorkerDir() {
+  if (!owned_) return;
+  owned_.reset();
+  cleanup_guard::forget(path_);
+}
+
+// Stops the workers not yet waited for: SIGTERM, then SIGKILL to any still there after a grace period (a worker's
+// drivers die with it: its own cleanup guard kills them).
 static void stop_workers(const std::vector<pid_t>& pids) {
   for (pid_t p : pids) kill(p, SIGTERM);
-  for (pid_t p : pids) {
-    for (int tries = 0; tries < 50; ++tries) {  // 5 s
-      if (waitpid(p, nullptr, WNOHANG) != 0) break;
-      usleep(100000);
+  const auto all_gone = [&] {
+    bool gone = true;
+    for (pid_t p : pids) {
+      const pid_t r = waitpid(p, nullptr, WNOHANG);
+      if (r == 0) gone = false;
     }
+    return gone;
+  };
+  for (int tries = 0; tries < 50 && !all_gone(); ++tries) usleep(100000);  // 5 s for all together
+  for (pid_t p : pids)
     if (waitpid(p, nullptr, WNOHANG) == 0) {
       kill(p, SIGKILL);
       while (waitpid(p, nullptr, 0) < 0 && errno == EINTR) {}
     }
-  }
 }
 
 std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
@@ -217,26 +258,60 @@ std::vector<WorkerEnd> run_workers(int jobs, const std::string& dir,
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
   sigaction(SIGHUP, &action, &old_hup);
+  // The workers are watched as a set (waitpid(-1), issue 29): the first that fails (a signal, an exit status
+  // other than 0 and 1) stops the others at once; its failure is the run's.
   std::vector<WorkerEnd> ends(pids.size());
-  for (size_t w = 0; w < pids.size(); ++w) {
+  std::vector<bool> ended(pids.size(), false);
+  size_t running = pids.size();
+  bool failed = false;
+  while (running > 0) {
     int status = 0;
-    while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR && !interrupted) {}
+    const pid_t pid = waitpid(-1, &status, 0);
     if (interrupted) {
       const int signal = interrupted;
-      stop_workers(std::vector<pid_t>(pids.begin() + static_cast<std::ptrdiff_t>(w), pids.end()));  // not reaped yet
+      std::vector<pid_t> left;
+      for (size_t w = 0; w < pids.size(); ++w)
+        if (!ended[w]) left.push_back(pids[w]);
+      stop_workers(left);
       files::remove_all(dir);
+      cleanup_guard::forget(dir);
       std::signal(signal, SIG_DFL);
       std::raise(signal);
       _exit(128 + signal);
     }
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: none left (cannot happen while `running` > 0)
+    }
+    const auto it = std::find(pids.begin(), pids.end(), pid);
+    if (it == pids.end()) continue;  // another child of this process (the cleanup guard)
+    const size_t w = static_cast<size_t>(it - pids.begin());
+    ended[w] = true;
+    --running;
     if (WIFEXITED(status)) ends[w].exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) ends[w].signal = WTERMSIG(status);
+    if (!failed && (ends[w].signal != 0 || (ends[w].exit_code != 0 && ends[w].exit_code != 1))) {
+      failed = true;
+      std::vector<pid_t> left;
+      for (size_t o = 0; o < pids.size(); ++o)
+        if (!ended[o]) left.push_back(pids[o]);
+      stop_workers(left);  // reaped there: they count as ended by SIGTERM (or SIGKILL), which is not their fault
+      for (size_t o = 0; o < pids.size(); ++o)
+        if (!ended[o]) {
+          ended[o] = true;
+          --running;
+          ends[o].exit_code = 2;
+          ends[o].stopped = true;
+        }
+    }
+  }
+  for (size_t w = 0; w < pids.size(); ++w) {
     const std::string own = files::join(dir, std::to_string(w));
     ends[w].out = read_all(files::join(own, "stdout"));
     ends[w].err = read_all(files::join(own, "stderr"));
     // A worker that never reached its share (it failed while starting, or the command took another path there) did
     // not do its work, whatever its exit status: what it said while starting is why.
-    if (!files::exists(files::join(own, "stdout"))) {
+    if (!ends[w].stopped && !files::exists(files::join(own, "stdout"))) {
       ends[w].err = read_all(files::join(own, "startup-stderr")) +
                     fmt::format("lockstep: worker {} of --jobs {} ended before it reached its share\n", w, jobs);
       if (ends[w].signal == 0 && (ends[w].exit_code == 0 || ends[w].exit_code == 1)) ends[w].exit_code = 2;
@@ -261,6 +336,7 @@ std::string workers_stderr(const std::vector<WorkerEnd>& ends) {
 
 std::string failed_worker(const std::vector<WorkerEnd>& ends) {
   for (size_t w = 0; w < ends.size(); ++w) {
+    if (ends[w].stopped) continue;  // stopped because another failed
     if (ends[w].signal)
       return fmt::format("worker {} of --jobs {} was killed by signal {} ({})", w, ends.size(), ends[w].signal,
                          strsignal(ends[w].signal));

@@ -29,7 +29,10 @@ namespace lockstep::tools {
 // In a worker, its parent's directory, left alone.
 class WorkerDir {
  public:
+  // "$TMPDIR/PREFIX.PID.XXXXXX"; removes such directories of processes that no longer run (a killed run's), saying
+  // so on stderr, and has the cleanup guard remove this one if this process is killed (cleanup_guard.h).
   explicit WorkerDir(const std::string& prefix);  // throws std::runtime_error when it cannot be made
+  ~WorkerDir();
   const std::string& path() const { return path_; }
 
  private:
@@ -42,6 +45,7 @@ struct WorkerEnd {
   int signal = 0;      // when a signal killed it
   std::string out;     // what it wrote to stdout and stderr
   std::string err;
+  bool stopped = false;  // stopped by the parent because another worker failed (its output is partial)
 };
 
 // Runs work(w, DIR/w) in `jobs` worker processes (w = 0..jobs-1; DIR/w exists; the worker's stdout and stderr go

@@ -47,7 +47,9 @@ void close_fd(int& fd) {
 
 std::string truncate_for_message(const std::string& s, size_t n = 200) {
   if (s.size() <= n) return s;
-  return s.substr(0, n) + fmt::format("... ({} bytes)", s.size());
+  size_t keep = n;
+  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;  // not inside a UTF-8 character
+  return s.substr(0, keep) + fmt::format("... (cut: {} bytes in all)", s.size());
 }
 
 }  // namespace
@@ -106,9 +108,11 @@ void ExternalDriver::close_fds() {
 void ExternalDriver::kill() {
   if (pid_ > 0) {
     ::kill(-pid_, SIGKILL);
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    if (!reaped_) {  // a reaped pid may be another process's by now
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
     }
   }
   kill_descendants();
@@ -122,6 +126,10 @@ void ExternalDriver::kill() {
 void ExternalDriver::kill_descendants() {
   if (token_.empty()) return;
   // Again while a pass finds one (a process may fork while the list is read), a few passes at most.
+  for (int pass = 0; pass < 4 && kill_token_holders_once() > 0; ++pass) {
+  }
+  // A process in the middle of an exec shows an empty environment for a moment: one more pass after a pause.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
   for (int pass = 0; pass < 4 && kill_token_holders_once() > 0; ++pass) {
   }
 }
@@ -263,8 +271,21 @@ bool ExternalDriver::spawn(std::string& error) {
   stdout_buffer_.clear();
   stdout_scanned_ = 0;
   ++starts_;
+  reaped_ = false;
   answered_ = 0;
   written_ = 0;
+  return true;
+}
+
+// Whether the driver's own process has ended (then reaped here, its status kept for reap()): a driver that exits
+// while a child it left holds its stdout gives no end of stdout (issue 29).
+bool ExternalDriver::main_process_ended() {
+  if (pid_ <= 0) return false;
+  if (reaped_) return true;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  reaped_ = true;
+  reaped_status_ = status;
   return true;
 }
 
@@ -273,12 +294,11 @@ std::string ExternalDriver::reap() {
   last_exit_status_ = -1;
   if (pid_ > 0) {
     // It closed stdout; give it a moment to exit so that the status can be told.
-    int status = 0;
-    pid_t r = 0;
     auto deadline = Clock::now() + std::chrono::milliseconds(500);
-    while ((r = ::waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline)
+    while (!main_process_ended() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (r == pid_) {
+    const int status = reaped_status_;
+    if (reaped_) {
       if (WIFEXITED(status)) {
         last_exit_status_ = WEXITSTATUS(status);
         what = fmt::format("exited with status {}", WEXITSTATUS(status));
@@ -333,8 +353,9 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
     if (now >= deadline)
       return finish(DriverReply::Status::TimedOut,
                     fmt::format("no answer within {} ms (the driver was killed)", timeout.count()));
-    int wait_ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    // In slices of at most 100 ms: the driver's own process is watched too (main_process_ended()).
+    int wait_ms = static_cast<int>(std::min<int64_t>(
+        100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
 
     pollfd fds[3];
     int n = 0;
@@ -346,6 +367,17 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
     if (pr < 0) {
       if (errno == EINTR) continue;
       return finish(DriverReply::Status::Exited, std::string("poll failed: ") + std::strerror(errno));
+    }
+    // Nothing came and the driver's own process has ended: what is still in its stdout pipe is read first (it may
+    // have answered and then exited); after that it is gone, even if a child it left holds the pipe open.
+    if (pr == 0 && main_process_ended()) {
+      bool more = false;
+      for (ssize_t r; stdout_fd_ >= 0 && (r = ::read(stdout_fd_, chunk, sizeof chunk)) > 0;) {
+        stdout_buffer_.append(chunk, static_cast<size_t>(r));
+        more = true;
+      }
+      if (more) continue;
+      return ended(std::move(x), written);
     }
     if (in_i >= 0 && (fds[in_i].revents & (POLLOUT | POLLERR | POLLHUP))) {
       ssize_t w = ::write(stdin_fd_, to_write.data() + written, to_write.size() - written);
@@ -380,31 +412,40 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
       if (r > 0) {
         stdout_buffer_.append(chunk, static_cast<size_t>(r));
       } else if (r == 0) {
-        // End of stdout: the driver is gone (or closed it). Collect what stderr still holds.
-        if (stderr_fd_ >= 0) {
-          ssize_t e;
-          while ((e = ::read(stderr_fd_, chunk, sizeof chunk)) > 0 &&
-                 x.stderr_excerpt.size() < options_.stderr_excerpt_bytes) {
-            x.stderr_excerpt.append(
-                chunk, std::min(static_cast<size_t>(e), options_.stderr_excerpt_bytes - x.stderr_excerpt.size()));
-            x.stderr_bytes += static_cast<size_t>(e);
-          }
-        }
-        // Did it read anything we wrote, of this request and at all? Unknown counts as read: the driver is then
-        // taken for an old one and started again, which is always safe.
-        x.read_request = read_some_of_last(written);
-        x.read_input = written_ > 0 && read_some_of_last(written_);
-        x.what = reap();
-        x.exit_status = last_exit_status_;
-        std::string partial = stdout_buffer_.empty()
-                                  ? std::string()
-                                  : " (it left an unterminated line: " + truncate_for_message(stdout_buffer_) + ")";
-        return finish(DriverReply::Status::Exited,
-                      fmt::format("the driver {} after answering {} program(s), without answering this one{}",
-                                  x.what, answered_, partial));
+        return ended(std::move(x), written);
       }
     }
   }
+}
+
+// The end of stdout, or of the driver's own process: collect what stderr still holds, tell whether it read this
+// request, reap it (and kill whatever it left), and say so.
+ExternalDriver::Exchange ExternalDriver::ended(Exchange x, size_t written) {
+  char chunk[65536];
+  const size_t chunk_size = sizeof chunk;
+  if (stderr_fd_ >= 0) {
+    ssize_t e;
+    while ((e = ::read(stderr_fd_, chunk, chunk_size)) > 0 &&
+           x.stderr_excerpt.size() < options_.stderr_excerpt_bytes) {
+      x.stderr_excerpt.append(
+          chunk, std::min(static_cast<size_t>(e), options_.stderr_excerpt_bytes - x.stderr_excerpt.size()));
+      x.stderr_bytes += static_cast<size_t>(e);
+    }
+  }
+  // Did it read anything we wrote, of this request and at all? Unknown counts as read: the driver is then
+  // taken for an old one and started again, which is always safe.
+  x.read_request = read_some_of_last(written);
+  x.read_input = written_ > 0 && read_some_of_last(written_);
+  x.what = reap();
+  x.exit_status = last_exit_status_;
+  std::string partial = stdout_buffer_.empty()
+                            ? std::string()
+                            : " (it left an unterminated line: " + truncate_for_message(stdout_buffer_) + ")";
+  x.status = DriverReply::Status::Exited;
+  x.detail = fmt::format("the driver {} after answering {} program(s), without answering this one{}", x.what,
+                         answered_, partial);
+  kill();
+  return x;
 }
 
 ExternalDriver::StartResult ExternalDriver::start(std::string& failure, std::string& stderr_excerpt) {
@@ -443,6 +484,12 @@ ExternalDriver::StartResult ExternalDriver::start(std::string& failure, std::str
     default:
       failure = x.detail;
       return StartResult::FailedFinal;
+  }
+  if (x.line.size() > kMaxHelloBytes) {
+    failure = fmt::format("its answer to the hello is longer than {} bytes (line: {})", kMaxHelloBytes,
+                          truncate_for_message(x.line));
+    kill();
+    return StartResult::FailedFinal;
   }
   // A line: a hello answer ({"hello": {...}}, with "id" "lockstep-hello" or none), or anything else (an old
   // driver answering what it took for a request, or echoing it; it read one line and wrote one, so it is in
@@ -485,6 +532,23 @@ ExternalDriver::StartResult ExternalDriver::start(std::string& failure, std::str
   return StartResult::Started;
 }
 
+void ExternalDriver::count_answer() { faults_in_a_row_ = 0; }
+
+// The same fault for max_faults_in_a_row programs in a row: the driver is broken, not the programs; the run ends
+// once (startup_failed()) instead of failing every program after a restart each (issue 29).
+void ExternalDriver::count_fault(const std::string& category, const std::string& failure) {
+  if (category == driver_status_name(DriverReply::Status::StartupFailed) || startup_failed_) return;
+  faults_in_a_row_ = category == last_fault_category_ ? faults_in_a_row_ + 1 : 1;
+  last_fault_category_ = category;
+  if (options_.max_faults_in_a_row <= 0 || faults_in_a_row_ < options_.max_faults_in_a_row) return;
+  kill();
+  startup_failed_ = true;
+  startup_failure_ = fmt::format(
+      "the driver '{}' gave up: {} programs in a row ended in the same fault ({}), so the run stops here instead of "
+      "failing every program (README \"Limits\"); the last one: {}",
+      command_, faults_in_a_row_, category, failure);
+}
+
 // A failed start: tried once more at once (the callers loop) unless it cannot help or it is the second in a row.
 void ExternalDriver::record_startup_failure(StartResult result, const std::string& failure,
                                             const std::string& stderr_excerpt) {
@@ -513,8 +577,7 @@ bool ExternalDriver::ensure_started() {
       record_startup_failure(result, failure, stderr_excerpt);
       continue;
     }
-    if (!old_protocol_) startup_failures_in_a_row_ = 0;
-    return true;
+    return true;  // a start counts as good once a program is answered (request())
   }
   return false;
 }
@@ -532,9 +595,10 @@ DriverReply ExternalDriver::request(const std::string& line) {
     // A driver that closed its stdin after its last answer cannot read this request: it is replaced before the
     // request is sent, so the program is not charged with the previous one's fault (issue 14: it waited out
     // its whole timeout).
+    // The same for one that exited after its last answer, also while a child it left holds its pipes (issue 29).
     if (pid_ > 0 && stdin_fd_ >= 0) {
       pollfd in{stdin_fd_, POLLOUT, 0};
-      if (::poll(&in, 1, 0) == 1 && (in.revents & POLLERR)) {
+      if ((::poll(&in, 1, 0) == 1 && (in.revents & POLLERR)) || main_process_ended()) {
         kill();
         ++replaced_after_exit_;
       }
@@ -543,6 +607,14 @@ DriverReply ExternalDriver::request(const std::string& line) {
     if (!ensure_started()) return failed();
     const auto t0 = Clock::now();
     Exchange x = exchange(line + "\n", t0 + options_.timeout, options_.timeout);
+    // A process that answered the hello and exited without reading its first request has not started: two in a
+    // row end the run once (exit 2), instead of failing every program (issue 29).
+    if (x.status == DriverReply::Status::Exited && !x.read_request && !old_protocol_ && answered_ == 0) {
+      record_startup_failure(StartResult::Failed,
+                             fmt::format("it answered the hello and then {} without reading a request", x.what),
+                             x.stderr_excerpt);
+      continue;
+    }
     // A driver that exited after its last answer without reading this request (it closed stdin or ended in
     // between): its exit is no fault of this program, which goes to a new process, once (issue 14).
     if (x.status == DriverReply::Status::Exited && !x.read_request && !old_protocol_ && !retried_unread) {
@@ -600,8 +672,8 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
   auto garbage = [&](const std::string& pointer, const std::string& message) {
     out.kind = DriverOutcome::Kind::Failure;
     out.failure_category = "garbage";
-    out.failure = fmt::format("the driver's answer is not a valid answer: {}{}: {} (line: {})",
-                              pointer.empty() ? "" : "at ", pointer, message, truncate_for_message(line));
+    out.failure = fmt::format("the driver's answer is not a valid answer{}: {} (line: {})",
+                              pointer.empty() ? "" : " at " + pointer, message, truncate_for_message(line));
     return out;
   };
   nlohmann::ordered_json doc;
@@ -630,6 +702,8 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
       out.kind = DriverOutcome::Kind::Unsupported;
       out.feature = string_from_json(*unsupported, "/unsupported");
       if (out.feature.empty()) return garbage("/unsupported", "the feature name is empty");
+      // Kept in every report of the case: bounded (README "Limits").
+      out.feature = truncate_for_message(out.feature, kMaxUnsupportedBytes);
       return out;
     }
     // A field a newer driver announces and this lockstep does not know (optional_fields.h): dropped unread. One
@@ -685,6 +759,8 @@ DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
   }
   out.stderr_excerpt = std::move(reply.stderr_excerpt);
   out.elapsed = reply.elapsed;
+  if (out.kind == DriverOutcome::Kind::Failure) driver.count_fault(out.failure_category, out.failure);
+  else driver.count_answer();
   return out;
 }
 

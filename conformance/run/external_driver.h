@@ -37,7 +37,15 @@
 // start-up failure in a row (or one that cannot be retried) makes the driver *start-up failed* for good:
 // that request and every later one answer Status::StartupFailed at once without starting anything, and
 // startup_failed() / startup_failure() give the message (the command, its exit status or signal, and its
-// stderr). Callers stop the run there (exit status 2) instead of failing every program.
+// stderr). Callers stop the run there (exit status 2) instead of failing every program. The same holds for a
+// process that answers the hello and exits before reading a request, twice in a row, and for a driver whose
+// programs end in the same fault (garbage, exit, timeout, ...) DriverOptions::max_faults_in_a_row times in a row
+// (count_fault(); the message says "gave up").
+//
+// Blame (issue 29): a driver whose own process ends is noticed also while a child it left holds its stdout (its
+// process is watched, main_process_ended()); a request it did not read is not charged: the program goes to a new
+// process. Every process a driver started is killed with it (its process group, and by the token below); when
+// lockstep itself ends, however it ends, the cleanup guard (cleanup_guard.h) kills them.
 //
 // Example:
 //   ExternalDriver driver("python3 tools/adapters/pytorch_driver.py", DriverOptions{});
@@ -71,7 +79,14 @@ struct DriverOptions {
   size_t max_stderr_bytes = size_t{1} << 20;     // per program; more is a failure ("floods stderr")
   size_t max_answer_bytes = size_t{256} << 20;   // one answer line; longer is a failure
   size_t stderr_excerpt_bytes = 4096;            // kept per program for the report
+  int max_faults_in_a_row = 10;                  // the same fault (garbage, exit, timeout, ...) this often in a row
+                                                 // ends the run (startup_failed()); 0: never
 };
+
+// An "unsupported" answer's feature name is cut to this many bytes (README "Limits"), a hello answer may be this
+// long at most.
+inline constexpr size_t kMaxUnsupportedBytes = 256;
+inline constexpr size_t kMaxHelloBytes = 65536;
 
 // The raw result of one request: a line, or what went wrong instead.
 struct DriverReply {
@@ -139,6 +154,10 @@ class ExternalDriver {
   int replaced_after_stderr_flood() const { return replaced_after_stderr_flood_; }
   // Drivers that exited (or closed stdin) after an answer without reading the next request: replaced the same way.
   int replaced_after_exit() const { return replaced_after_exit_; }
+  // What a program's outcome was (run_on_driver() tells): max_faults_in_a_row faults of one category in a row make
+  // the driver start-up failed for good, with a message that says so (the run ends once, exit 2).
+  void count_fault(const std::string& category, const std::string& failure);
+  void count_answer();
 
   // Every process a driver starts carries this variable in its environment, with a value of its own driver
   // process: kill() finds them by it, also those that left the process group (setsid) or were orphaned.
@@ -164,6 +183,8 @@ class ExternalDriver {
   StartResult start(std::string& failure, std::string& stderr_excerpt);  // spawn + hello
   Exchange exchange(const std::string& line, std::chrono::steady_clock::time_point deadline,
                     std::chrono::milliseconds timeout);
+  Exchange ended(Exchange x, size_t written);  // its stdout or its own process ended: Exited, and it is killed
+  bool main_process_ended();  // reaped (WNOHANG) now or before; the status is kept for reap()
   std::string reap();  // waits a moment for the exited driver; "exited with status 3" / "was killed by ..."
   void close_fds();
   void kill_descendants();  // every process whose environment holds this driver's token
@@ -182,6 +203,8 @@ class ExternalDriver {
   int answered_ = 0;  // answers from the current process
   size_t written_ = 0;  // bytes written to the current process's stdin
   int last_exit_status_ = -1;  // of the process reaped last
+  bool reaped_ = false;        // the current process was reaped (main_process_ended())
+  int reaped_status_ = 0;
   nlohmann::ordered_json hello_;
   bool old_protocol_ = false;
   int startup_failures_in_a_row_ = 0;
@@ -191,6 +214,8 @@ class ExternalDriver {
   std::string token_;           // kTokenVariable's value for the current process ("" before the first)
   int replaced_after_stderr_flood_ = 0;
   int replaced_after_exit_ = 0;
+  int faults_in_a_row_ = 0;
+  std::string last_fault_category_;
 };
 
 // ---------------------------------------------------------------------------------------------------------

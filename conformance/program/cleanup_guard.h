@@ -1,0 +1,38 @@
+// The cleanup of a lockstep process, held by a second process so that it happens however this one ends: normally,
+// by an exception, by SIGINT/SIGTERM/SIGHUP (default action), by SIGKILL (the OOM killer, a CI job's timeout), or
+// by a crash (issue 29).
+//
+// start() forks the *guard*: a child that ignores the signals that end a run, holds only the read end of a pipe
+// from this process, and waits. The kernel closes the write end when this process ends, whatever ends it; the
+// guard then
+//   1. kills every process that carries a driver token of this process (ExternalDriver::kTokenVariable, value
+//      "PID-N"): the drivers, what they started, also children that left the process group (setsid), passes
+//      over /proc until two in a row find none;
+//   2. completes the renames registered with rename_on_exit() (a report set half renamed is finished);
+//   3. removes the files and directories registered with remove_on_exit() (rm -rf).
+// Registrations are lines on the pipe; forget() undoes one when this process has done the work itself. The guard
+// uses only async-signal-safe calls and static buffers (no malloc): it may be forked from a process with threads.
+// Without start() (a test binary, a framework's own runner that does not call run_main) every call is a no-op
+// and cleanup is what destructors do.
+//
+// Example (tools/cli.cc, first thing; then anywhere):
+//   cleanup_guard::start();
+//   cleanup_guard::remove_on_exit(dir);   // gone even after SIGKILL of this process
+//   ... files::remove_all(dir); cleanup_guard::forget(dir);
+#pragma once
+
+#include <string>
+
+namespace lockstep::cleanup_guard {
+
+// Forks the guard (once per process; later calls do nothing). Call it before this process starts anything.
+void start();
+bool running();  // start() succeeded and this is the process that called it
+
+// Register a path (at most 4,000 bytes; longer ones are not registered) or forget it. A rename registered is done
+// by the guard only if `from` still exists then.
+void remove_on_exit(const std::string& path);
+void rename_on_exit(const std::string& from, const std::string& to);
+void forget(const std::string& path);  // every registration naming `path` (as a removal, or as a rename's `from`)
+
+}  // namespace lockstep::cleanup_guard
