@@ -99,24 +99,34 @@ std::vector<std::string> list_names(const std::string& dir) {
 }
 
 std::vector<std::string> list_files(const std::string& dir, const std::vector<std::string>& extensions,
-                                    bool recursive, const std::vector<std::string>& skip_dirs) {
+                                    bool recursive, const std::vector<std::string>& skip_dirs,
+                                    std::vector<std::string>* skipped) {
   std::vector<std::string> out;
   for (const std::string& name : list_names(dir)) {
     const std::string path = join(dir, name);
+    const std::string ext = extension(name);
+    const bool wanted = extensions.empty() || std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
     mode_t m, own;
-    if (!stat_mode(path, &m) || !stat_mode(path, &own, /*follow=*/false)) continue;  // a dangling link
+    if (!stat_mode(path, &own, /*follow=*/false)) continue;  // gone meanwhile
+    if (!stat_mode(path, &m)) {  // a dangling link, a loop of links
+      if (wanted && skipped) skipped->push_back(path + ": a link that leads to no file (" + std::strerror(errno) + ")");
+      continue;
+    }
     if (S_ISDIR(m)) {
       if (S_ISLNK(own)) continue;  // a link to a directory is not followed (as std::filesystem's iterators do not)
       if (!recursive || std::find(skip_dirs.begin(), skip_dirs.end(), name) != skip_dirs.end()) continue;
-      std::vector<std::string> sub = list_files(path, extensions, recursive, skip_dirs);
+      std::vector<std::string> sub = list_files(path, extensions, recursive, skip_dirs, skipped);
       out.insert(out.end(), sub.begin(), sub.end());
     } else if (S_ISREG(m)) {
-      const std::string ext = extension(name);
-      if (extensions.empty() || std::find(extensions.begin(), extensions.end(), ext) != extensions.end())
-        out.push_back(path);
+      if (wanted) out.push_back(path);
+    } else if (wanted && skipped) {
+      skipped->push_back(path + ": not a regular file (" +
+                         (S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISSOCK(m) ? "a socket" : "a device") +
+                         "), not read");
     }
   }
   std::sort(out.begin(), out.end());
+  if (skipped) std::sort(skipped->begin(), skipped->end());
   return out;
 }
 

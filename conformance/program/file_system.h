@@ -35,9 +35,12 @@ bool remove_file(const std::string& path) noexcept;
 std::vector<std::string> list_names(const std::string& dir);
 // The regular files under dir (dir + "/" + name ...), sorted, whose names end with one of `extensions` (all when
 // empty); with `recursive`, subdirectories too, except those named in `skip_dirs` and links to directories (a
-// link to a file is listed). Throws std::runtime_error.
+// link to a file is listed). Entries with a wanted extension that are no regular file (a FIFO, a device, a link
+// that leads nowhere or in a loop) are not read: with `skipped`, each is added there as "PATH: why". Throws
+// std::runtime_error.
 std::vector<std::string> list_files(const std::string& dir, const std::vector<std::string>& extensions,
-                                    bool recursive = false, const std::vector<std::string>& skip_dirs = {});
+                                    bool recursive = false, const std::vector<std::string>& skip_dirs = {},
+                                    std::vector<std::string>* skipped = nullptr);
 
 std::string join(const std::string& dir, const std::string& name);  // "a" + "b" -> "a/b"
 std::string parent_path(const std::string& path);                  // "a/b/c" -> "a/b", "c" -> ""

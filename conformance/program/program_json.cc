@@ -1,6 +1,10 @@
 // The JSON form of a program (see program_json.h).
 #include "conformance/program/program_json.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -438,20 +442,43 @@ std::string read_text_file(const std::string& path) {
 
 std::string read_text_file(const std::string& path, size_t max_bytes, const std::string& what) {
   if (files::is_directory(path)) throw InputError(path, "", "cannot read the file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", std::string("cannot read the file: ") + std::strerror(errno));
-  // Read in chunks up to the limit: a device or a pipe without end (/dev/zero) is an error, not a hang.
-  // 64 KiB: a large chunk, zeroed on every call, costs more than the read of a small file (a page fault per 4 KiB).
-  std::string text;
-  std::vector<char> chunk(1 << 16);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
-    if (text.size() > max_bytes)
-      throw InputError(path, "", "the file is larger than " + std::to_string(max_bytes >> 20) + " MiB, the limit for " +
-                                     what);
+  // Opened without blocking and read only when it is a regular file: a FIFO would wait for a writer for good, a
+  // device or a stream (/dev/zero) would be read up to the limit (issue 29).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, "", std::string("cannot read the file: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                       : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    ::close(fd);
+    throw InputError(path, "", std::string("cannot read the file: it is ") + kind + ", not a regular file");
   }
-  if (in.bad()) throw InputError(path, "", "cannot read the file");
+  auto too_large = [&] {
+    ::close(fd);
+    return InputError(path, "", "the file is larger than " + std::to_string(max_bytes >> 20) + " MiB, the limit for " +
+                                    what);
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) throw too_large();
+  // Read in chunks up to the limit (a file may grow while it is read).
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw InputError(path, "", std::string("cannot read the file: ") + std::strerror(error));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+    if (text.size() > max_bytes) throw too_large();
+  }
+  ::close(fd);
   return text;
 }
 

@@ -2,6 +2,9 @@
 // (and the file) for every kind of bad input, including the files under testdata/bad/.
 #include "conformance/program/program_json.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -12,6 +15,7 @@
 
 #include "conformance/program/json_reader.h"
 #include "conformance/program/data_dir.h"
+#include "conformance/program/file_system.h"
 
 namespace lockstep {
 namespace {
@@ -480,15 +484,42 @@ TEST(ProgramJson, ZeroGradSetToNoneRoundTripsThreeWays) {
 }
 
 // Issue 14: `lockstep trace /dev/zero` read without bound; every reader (programs, fixtures, cases, expectations,
-// profiles) goes through read_text_file, which stops at 64 MiB with an error naming the file.
+// profiles, reports) goes through read_text_file. Issue 29: it reads regular files only, so a device or a FIFO is an
+// error naming the file before anything is read (a FIFO without a writer hung for good).
 TEST(ReadTextFile, EndlessInputIsAnErrorNamingTheFileNotAHang) {
   try {
     read_text_file("/dev/zero");
     ADD_FAILURE() << "no error for /dev/zero";
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), "/dev/zero");
-    EXPECT_NE(std::string(e.what()).find("larger than 64 MiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a character device, not a regular file"), std::string::npos) << e.what();
   }
+  const std::string fifo = files::temp_directory() + "/lockstep-fifo-test-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    read_text_file(fifo);  // no writer: a blocking open would never return
+    ADD_FAILURE() << "no error for a FIFO";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), fifo);
+    EXPECT_NE(std::string(e.what()).find("a FIFO, not a regular file"), std::string::npos) << e.what();
+  }
+  ::unlink(fifo.c_str());
+}
+
+TEST(ReadTextFile, ALargerFileThanTheLimitIsRefusedBeforeItIsRead) {
+  const std::string file = files::temp_directory() + "/lockstep-large-test-" + std::to_string(::getpid());
+  {
+    std::ofstream out(file);
+    out << std::string(3 << 20, ' ');
+  }
+  try {
+    read_text_file(file, size_t{2} << 20, "tests");
+    ADD_FAILURE() << "no error for a file past the limit";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than 2 MiB, the limit for tests"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_text_file(file, size_t{4} << 20, "tests").size(), size_t{3} << 20);
+  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Atomic file writing: temporary files in the same directory, fsync, rename (see atomic_file.h).
 #include "conformance/report/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +14,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "conformance/program/cleanup_guard.h"
+
 namespace lockstep {
 
 namespace {
@@ -24,17 +27,19 @@ namespace {
 // Writes `contents` to a new temporary file beside `path`, flushed to disk; returns its name.
 std::string write_temporary(const std::string& path, const std::string& contents) {
   if (path.empty()) throw std::runtime_error("cannot write a file with an empty path");
-  // "dir/.name.tmp-XXXXXX": same directory as the destination, so rename() is atomic.
+  // "dir/.name.PID.tmp-XXXXXX": same directory as the destination, so rename() is atomic; the pid tells a later
+  // run whether the writer still runs (remove_stale_temporaries()).
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   if (base.empty()) throw std::runtime_error("cannot write " + path + ": the path names a directory");
-  std::string temp_name = dir + "." + base + ".tmp-XXXXXX";
+  std::string temp_name = dir + "." + base + "." + std::to_string(::getpid()) + ".tmp-XXXXXX";
   std::vector<char> temp(temp_name.begin(), temp_name.end());
   temp.push_back('\0');
   const int fd = mkstemp(temp.data());
   if (fd < 0) fail(path, "cannot create a temporary file in its directory", errno);
   temp_name = temp.data();
+  cleanup_guard::remove_on_exit(temp_name);  // removed even if this process is killed now (cleanup_guard.h)
 
   auto abandon = [&](const std::string& what, int error) {
     ::close(fd);
@@ -82,17 +87,45 @@ class HeldSignals {
   sigset_t previous_;
 };
 
+// Temporary files ".NAME.PID.tmp-XXXXXX" beside `path` whose writer PID no longer runs: a run killed while the
+// cleanup guard could not act (it was killed too) left them. Removed.
+void remove_stale_temporaries(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  const std::string prefix = "." + (slash == std::string::npos ? path : path.substr(slash + 1)) + ".";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || std::strncmp(end, ".tmp-", 5) != 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    stale.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  for (const std::string& file : stale) ::unlink(file.c_str());
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
   write_files_atomically({{path, contents}});
 }
 
+// The cleanup guard holds the set: it removes the temporary files if this process is killed while they are written,
+// and completes the renames if it is killed between two of them (a set is never split, cleanup_guard.h).
 void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
   HeldSignals held;
+  for (const auto& file : files) remove_stale_temporaries(file.first);
   std::vector<std::string> temps;
   auto remove_temps = [&](size_t from) {
-    for (size_t i = from; i < temps.size(); ++i) ::unlink(temps[i].c_str());
+    for (size_t i = from; i < temps.size(); ++i) {
+      ::unlink(temps[i].c_str());
+      cleanup_guard::forget(temps[i]);
+    }
   };
   try {
     for (const auto& [path, contents] : files) temps.push_back(write_temporary(path, contents));
@@ -100,6 +133,7 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
     remove_temps(0);
     throw;
   }
+  for (size_t i = 0; i < files.size(); ++i) cleanup_guard::rename_on_exit(temps[i], files[i].first);
   for (size_t i = 0; i < files.size(); ++i) {
     if (::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
       const int error = errno;
@@ -107,6 +141,7 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
       fail(files[i].first, "rename failed", error);
     }
   }
+  for (const std::string& temp : temps) cleanup_guard::forget(temp);
 }
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 #include "conformance/run/fixture.h"
 #include "conformance/program/data_dir.h"
 
+#include <iostream>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -391,12 +392,13 @@ Fixture read_fixture_file(const std::string& path) {
 
 std::vector<Fixture> load_fixtures(const std::string& dir) {
   if (!files::is_directory(dir)) throw InputError(dir, "", "not a directory of fixtures");
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, skipped;
   try {
-    paths = files::list_files(dir, {".json"}, /*recursive=*/true, /*skip_dirs=*/{"schema"});
+    paths = files::list_files(dir, {".json"}, /*recursive=*/true, /*skip_dirs=*/{"schema"}, &skipped);
   } catch (const std::runtime_error& e) {
     throw InputError(dir, "", e.what());
   }
+  for (const std::string& s : skipped) std::cerr << "lockstep: skipped " << s << "\n";  // said, never silent
   if (paths.empty()) throw InputError(dir, "", "no *.json fixture files in it");
   std::sort(paths.begin(), paths.end());
   std::vector<Fixture> out;

@@ -3,6 +3,7 @@
 
 #include "conformance/run/capabilities.h"
 
+#include <iostream>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -183,12 +184,13 @@ NamedCase case_from_text(const std::string& text, const std::string& path) {
 
 std::vector<NamedCase> load_cases(const std::string& dir) {
   if (!files::is_directory(dir)) throw InputError(dir, "", "not a directory of cases");
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, skipped;
   try {
-    paths = files::list_files(dir, {".json"});
+    paths = files::list_files(dir, {".json"}, /*recursive=*/false, {}, &skipped);
   } catch (const std::runtime_error& e) {
     throw InputError(dir, "", e.what());
   }
+  for (const std::string& s : skipped) std::cerr << "lockstep: skipped " << s << "\n";  // said, never silent
   std::vector<NamedCase> cases;
   std::map<std::string, std::string> seen;
   for (const std::string& f : paths) {
