@@ -222,7 +222,7 @@ int command_replay(const ReplayArgs& args) {
   std::vector<Fixture> fixtures;
   ReplayConfig config;
   try {
-    fixtures = load_fixtures(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir);
+    fixtures = load_fixture_index(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir);
     config = load_config(args.expected_failures_file, args.tolerance_file);
   } catch (const InputError& e) {
     std::cerr << "lockstep replay: " << e.what() << "\n";
@@ -306,7 +306,8 @@ int command_replay(const ReplayArgs& args) {
   // 1. Which fixtures run: those selected and in scope (the others recorded as left out, in order).
   struct Planned {
     const Fixture* original;
-    Fixture sent;  // zero_grad() spelled out when the defaults differ (zero_grad_default.h)
+    Fixture sent;  // zero_grad() spelled out when the defaults differ (zero_grad_default.h); no expected records
+    bool spelled_out = false;
   };
   std::vector<Planned> planned;
   size_t matched = 0, other_versions = 0;
@@ -328,11 +329,9 @@ int command_replay(const ReplayArgs& args) {
       continue;
     }
     Fixture f = original;
-    if (differs_from(original) && uses_zero_grad_default(f.program)) {
-      f.program = spell_out_zero_grad(f.program, recorded_none(original));
-      f.program_json = program_to_json(f.program);
-    }
-    planned.push_back({&original, std::move(f)});
+    const bool spelled_out = differs_from(original) && uses_zero_grad_default(f.program);
+    if (spelled_out) f.program = spell_out_zero_grad(f.program, recorded_none(original));
+    planned.push_back({&original, std::move(f), spelled_out});
   }
   if (matched == 0) {
     std::cerr << "lockstep replay: no fixture matches --only/--tags/--exclude-tags\n";
@@ -351,7 +350,15 @@ int command_replay(const ReplayArgs& args) {
       std::unique_ptr<Engine> e = make_replay_engine(p.original->expected.engine);
       return differs_from(*p.original) ? with_zero_grad_default(std::move(e), recorded_none(*p.original)) : std::move(e);
     };
-    ReplayCaseResult r = on ? replay_on_driver(p.sent, *on, config) : replay_in_process(p.sent, engine, config);
+    // The whole fixture, read again now (load_fixture_index(): only the programs are held for the whole replay).
+    Fixture whole = read_fixture_file(p.sent.file);
+    if (whole.id != p.sent.id)
+      throw InputError(p.sent.file, "/id", fmt::format("changed from '{}' to '{}' during the replay", p.sent.id, whole.id));
+    if (p.spelled_out) {
+      whole.program = p.sent.program;
+      whole.program_json = program_to_json(whole.program);
+    }
+    ReplayCaseResult r = on ? replay_on_driver(whole, *on, config) : replay_in_process(whole, engine, config);
     r.areas = feature_areas(p.original->program);
     return r;
   };
@@ -363,7 +370,12 @@ int command_replay(const ReplayArgs& args) {
   if (jobs == 1) {
     pin_oracle_threads();
     for (size_t i = 0; i < planned.size(); ++i) {
-      results[i] = replay_one(planned[i], driver.get());
+      try {
+        results[i] = replay_one(planned[i], driver.get());
+      } catch (const InputError& e) {  // a fixture file that changed since it was planned
+        std::cerr << "lockstep replay: " << e.what() << "\n";
+        return kExitInputError;
+      }
       if (driver && driver->startup_failed()) return stop_on_driver_startup_failure("lockstep replay", *driver);
     }
     if (driver) driver_starts = driver->starts();

@@ -381,14 +381,15 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
         r.shrink_steps = stats.steps;
         progress.clear();
         if (!worker) print_case_line(r, false);
-      } else if (r.status == CaseStatus::Known) {
-        r.program = program;
+      } else if (r.status == CaseStatus::Known && r.result.skipped.empty()) {
+        r.program = program;  // a skipped case's is not kept: its reproduce line makes it again (README "Limits")
       } else {
         r.program.reset();
       }
       // A failure counts in the areas of the program the report shows (shrunk: the smallest that still fails).
       r.areas = feature_areas(r.program ? *r.program : program);
       random.add(r.status);
+      keep_only_what_a_pass_shows(r);  // counted above; a pass keeps what its reports show (README "Limits")
       report.cases.push_back(std::move(r));
       progress.show(++done, random);
     }

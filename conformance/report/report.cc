@@ -37,6 +37,22 @@ ReportSummary summarise(const RunReport& report) {
   return s;
 }
 
+void keep_only_what_a_pass_shows(CaseReport& c) {
+  if (c.status != CaseStatus::Passed) return;
+  LockstepResult kept;
+  kept.mode = c.result.mode;
+  kept.passed = c.result.passed;
+  kept.actions_run = c.result.actions_run;
+  kept.growth = std::move(c.result.growth);
+  kept.growth.shrink_to_fit();
+  c.result = std::move(kept);
+  c.program.reset();
+  c.original_program.reset();
+  c.reproduce_command = std::string();
+  c.known_reason = std::string();
+  c.areas.shrink_to_fit();
+}
+
 CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
                             std::string reproduce_command, const Expectations* expectations) {
   CaseReport c;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,12 +36,40 @@ namespace lockstep {
 enum class CaseStatus { Passed, Failed, Known };
 const char* case_status_name(CaseStatus s);  // "passed", "failed", "known"
 
+// An optional Program held on the heap: most of a run's cases pass and hold none, so a case costs a pointer for it,
+// not a Program (issue 29: a run's memory per passing case). Reads as std::optional<Program>.
+class OptionalProgram {
+ public:
+  OptionalProgram() = default;
+  OptionalProgram(std::nullopt_t) {}
+  OptionalProgram(const Program& p) : p_(std::make_unique<Program>(p)) {}
+  OptionalProgram(Program&& p) : p_(std::make_unique<Program>(std::move(p))) {}
+  OptionalProgram(const std::optional<Program>& p) : p_(p ? std::make_unique<Program>(*p) : nullptr) {}
+  OptionalProgram(std::optional<Program>&& p) : p_(p ? std::make_unique<Program>(std::move(*p)) : nullptr) {}
+  OptionalProgram(const OptionalProgram& o) : p_(o.p_ ? std::make_unique<Program>(*o.p_) : nullptr) {}
+  OptionalProgram(OptionalProgram&&) noexcept = default;
+  OptionalProgram& operator=(OptionalProgram o) noexcept {
+    p_ = std::move(o.p_);
+    return *this;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+  bool has_value() const { return p_ != nullptr; }
+  const Program& operator*() const { return *p_; }
+  Program& operator*() { return *p_; }
+  const Program* operator->() const { return p_.get(); }
+  Program* operator->() { return p_.get(); }
+  void reset() { p_.reset(); }
+
+ private:
+  std::unique_ptr<Program> p_;
+};
+
 struct CaseReport {
   std::string id;
   CaseStatus status = CaseStatus::Passed;
   std::optional<double> duration_seconds;  // written only with ReportOptions::include_durations
-  std::optional<Program> program;          // the (shrunk) program of a failure; written with program_to_json
-  std::optional<Program> original_program; // the generated program before shrinking
+  OptionalProgram program;                 // the (shrunk) program of a failure; written with program_to_json
+  OptionalProgram original_program;        // the generated program before shrinking
   std::string reproduce_command;           // shell command line that reproduces the failure
   LockstepResult result;
   std::string known_reason;                // Known: the matching entry's reason
@@ -123,6 +152,10 @@ ReportSummary summarise(const RunReport& report);
 // names it, Known when it had masked differences or was skipped, else Passed.
 CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
                             std::string reproduce_command, const Expectations* expectations = nullptr);
+
+// A passed case as a run keeps it until its reports are written: what the writers show of a pass (id, status,
+// duration, areas, actions run, free-running growth), nothing else (issue 29: memory per passing case).
+void keep_only_what_a_pass_shows(CaseReport& c);
 
 struct ReportOptions {
   bool include_durations = false;  // off: no run-to-run variation in the files

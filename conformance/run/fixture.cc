@@ -390,7 +390,9 @@ Fixture read_fixture_file(const std::string& path) {
   return fixture_from_json(doc, path);
 }
 
-std::vector<Fixture> load_fixtures(const std::string& dir) {
+namespace {
+
+std::vector<Fixture> load_fixture_files(const std::string& dir, bool index_only) {
   if (!files::is_directory(dir)) throw InputError(dir, "", "not a directory of fixtures");
   std::vector<std::string> paths, skipped;
   try {
@@ -405,6 +407,11 @@ std::vector<Fixture> load_fixtures(const std::string& dir) {
   std::map<std::string, std::string> seen;
   for (const std::string& file : paths) {
     Fixture f = read_fixture_file(file);
+    if (index_only) {
+      f.expected.init = Record{};
+      f.expected.records = {};
+      f.program_json = nullptr;
+    }
     auto [it, inserted] = seen.emplace(f.id, file);
     if (!inserted) throw InputError(file, "/id", fmt::format("id '{}' is also used by {}", f.id, it->second));
     out.push_back(std::move(f));
@@ -412,6 +419,11 @@ std::vector<Fixture> load_fixtures(const std::string& dir) {
   std::sort(out.begin(), out.end(), [](const Fixture& a, const Fixture& b) { return a.id < b.id; });
   return out;
 }
+
+}  // namespace
+
+std::vector<Fixture> load_fixtures(const std::string& dir) { return load_fixture_files(dir, false); }
+std::vector<Fixture> load_fixture_index(const std::string& dir) { return load_fixture_files(dir, true); }
 
 std::string default_fixtures_dir() { return data_dir() + "/fixtures/corpus"; }
 
