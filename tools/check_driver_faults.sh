@@ -19,15 +19,9 @@
 # (/proc/PID/environ) within 5 s after lockstep ended (those found are printed and killed with SIGKILL).
 #   check_driver_faults.sh LOCKSTEP IMPL_DRIVER WORK_DIR      (CHECK_DRIVER_FAULTS_ONLY=b,d: only checks b and d)
 set -u
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 LOCKSTEP IMPL_DRIVER WORK_DIR" >&2
-  exit 2
-fi
-lockstep="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-impl="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
-work="$3"
-rm -rf "$work"; mkdir -p "$work"; work="$(cd "$work" && pwd)"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/check_common.sh" check_driver_faults "$@"  # lockstep, impl, work (emptied)
+work="$(cd "$work" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 fault="python3 $here/adapters/testing/fault_driver.py"
 lockstep_exe="$(readlink -f "$lockstep")"

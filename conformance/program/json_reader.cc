@@ -144,7 +144,8 @@ ordered_json parse_json_text(const std::string& text, int max_depth, int64_t max
     throw JsonError("", "invalid JSON: " + strip_nlohmann_prefix(e.what()) + " (byte " +
                             std::to_string(e.byte) + ")");
   } catch (const ordered_json::exception& e) {
-    throw JsonError("", "invalid JSON: " + strip_nlohmann_prefix(e.what()));
+    // A number out of range (1e999999) has no line: the pointer of the value being read says where (issue 29).
+    throw JsonError(tracker.pointer(), "invalid JSON: " + strip_nlohmann_prefix(e.what()));
   }
 }
 

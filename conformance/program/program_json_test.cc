@@ -312,6 +312,8 @@ std::vector<BadCase> bad_cases() {
       {"duplicate_key", R"({"params": [], "actions": [], "params": []})", "/params", "more than once"},
       {"invalid_json", "{\n  \"params\": [,]\n}", "", "line 2, column"},
       {"empty_text", "", "", "invalid JSON"},
+      {"number_out_of_range", with(R"("actions": [{"action": "step", "lr": 1e999999}])"), "/actions/0/lr",
+       "number overflow"},
   };
 }
 
