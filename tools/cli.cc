@@ -2,6 +2,9 @@
 // `lockstep` itself; a C++ framework's own runner calls run_main() with its engines.
 #include "tools/run_main.h"
 
+#include <signal.h>
+
+#include <csignal>
 #include <new>
 #include <CLI/CLI.hpp>
 
@@ -29,6 +32,15 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
   claim_worker_role();
   // Then the process that cleans up after this one however it ends (drivers, temporaries; cleanup_guard.h).
   cleanup_guard::start();
+  // LibTorch 2.x catches SIGHUP when it is loaded (and counts it): a run must end on SIGHUP, SIGINT and SIGTERM as
+  // their default actions do (issue 29). A signal inherited as ignored (nohup) stays ignored.
+  for (int s : {SIGHUP, SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    if (::sigaction(s, nullptr, &current) == 0 && !(current.sa_flags & SA_SIGINFO) &&
+        current.sa_handler == SIG_IGN)
+      continue;
+    if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO)) std::signal(s, SIG_DFL);
+  }
   if (data) set_data_dir(data);
   try {
     register_engines(engines);
