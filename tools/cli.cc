@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <iostream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "conformance/program/cleanup_guard.h"
@@ -21,10 +23,50 @@
 #include "tools/command_mutants.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
+#include "tools/did_you_mean.h"
 #include "tools/engines.h"
 #include "tools/workers.h"
 
 namespace lockstep {
+
+namespace {
+
+// After a failed parse: "did you mean ...?" for the first word that names no subcommand or flag of the command
+// line given (`lockstep rnu` -> run, `lockstep run --cout 5` -> --count), or "" when nothing is near.
+std::string did_you_mean_hint(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* command = &app;
+  int i = 1;
+  for (; i < argc && argv[i][0] != '-'; ++i) {  // the subcommands named, outermost first
+    std::vector<std::string> names;
+    for (const CLI::App* sub : command->get_subcommands([](const CLI::App*) { return true; }))
+      names.push_back(sub->get_name());
+    if (names.empty()) break;  // a positional argument of a command without subcommands
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : command->get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == argv[i]) next = sub;
+    if (!next) {
+      const std::string near = tools::nearest_name(argv[i], names);
+      return fmt::format("'{}' is no subcommand{}{} (subcommands: {})", argv[i],
+                         command == &app ? "" : " of '" + command->get_name() + "'",
+                         near.empty() ? "" : ": did you mean '" + near + "'?", fmt::join(names, ", "));
+    }
+    command = next;
+  }
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : command->get_options())
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  for (; i < argc; ++i) {
+    const std::string word(argv[i]);
+    if (word.rfind("--", 0) != 0 || word == "--") continue;
+    const std::string flag = word.substr(0, word.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    const std::string near = tools::nearest_name(flag, flags);
+    if (!near.empty()) return fmt::format("'{}' is no flag of '{}': did you mean '{}'?", flag, command->get_name(), near);
+  }
+  return "";
+}
+
+}  // namespace
 
 int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistration>& engines, const char* data) {
   using namespace lockstep::tools;
@@ -49,7 +91,7 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
     return kExitInputError;
   }
   CLI::App app{"lockstep: holds implementations of training-step semantics (grad accumulation, zero_grad, "
-               "SGD, Adam, AdamW) against LibTorch, action by action.\n"
+               "SGD, Adam, AdamW, RMSprop, Adagrad) against LibTorch, action by action.\n"
                "Exit codes: 0 success, 1 discrepancies found, 2 usage or input error."};
   app.require_subcommand(1);
 
@@ -80,7 +122,8 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
                   "Allow NaN and +-Inf in every n-th random program (index i with i % n == n - 1); 0: never")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run->add_option("--report-dir", run_args.report_dir, "Where the Markdown, JSON and JUnit reports go")
+  run->add_option("--report-dir", run_args.report_dir, "Where the Markdown, JSON and JUnit reports go (the last one given)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
   run->add_option("--case", run_args.only_case, "Run only this named case (to reproduce a failure)");
   run->add_option("--mutant", run_args.mutant, "Select a mutant of impl (see `lockstep mutants --list`)");
@@ -124,9 +167,14 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
   TraceArgs trace_args;
   CLI::App* trace = app.add_subcommand("trace", "Run one program and print its trace (JSON, or --table)");
   trace->add_option("program", trace_args.program_file, "Program JSON file")->required();
-  trace->add_option("--engine", trace_args.engine, "An in-process engine: oracle, impl or a registered one")
-      ->check(CLI::IsMember(engine_names()))
+  trace->add_option("--engine", trace_args.engine,
+                    "oracle, impl, a registered engine, or a driver command line (run by /bin/sh -c; "
+                    "fixtures/PROTOCOL.md): its own trace")
       ->capture_default_str();
+  trace->add_option("--mutant", trace_args.mutant, "With --engine impl: a mutant of impl (lockstep mutants --list)");
+  trace->add_option("--variant", trace_args.variant, "With --engine impl: a legitimate variant of impl");
+  trace->add_option("--timeout-ms", trace_args.timeout_ms, "A driver command: the program's timeout")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   trace->add_flag("--table", trace_args.table, "A readable per-action table instead of JSON");
 
 
@@ -143,7 +191,10 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
                      "Expected-failures file (id pattern, reason, category)")->check(CLI::ExistingFile);
   replay->add_option("--tolerance", replay_args.tolerance_file, "Tolerance-overrides file")
       ->check(CLI::ExistingFile);
-  replay->add_option("--report-dir", replay_args.report_dir, "Write replay-report.{md,json,xml} here");
+  replay->add_option("--report-dir", replay_args.report_dir,
+                     "Where replay-report.{md,json,xml} go (the last one given)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
   replay->add_option("--timeout-ms", replay_args.timeout_ms, "Per-program timeout of a driver command")
       ->check(CLI::PositiveNumber)->capture_default_str();
   replay->add_option("--only", replay_args.only, "Only fixtures whose id matches one of these comma-separated globs");
@@ -176,7 +227,7 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
 
   MutantsArgs mutants_args;
   CLI::App* mutants = app.add_subcommand(
-      "mutants", "Run the suite against every mutant of impl (impl/mutants.h) and print the kill table; exit 1 "
+      "mutants", "Run the suite against every mutant of impl (tools/mutants/mutants.h) and print the kill table; exit 1 "
                  "if any mutant survives");
   mutants->add_option("--count", mutants_args.count, "Random programs per mutant, at most (stops at the first kill)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}))
@@ -233,6 +284,12 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A mistyped subcommand or flag: said with the nearest name instead of CLI11's "A subcommand is required".
+    const std::string hint = e.get_exit_code() == 0 ? "" : did_you_mean_hint(app, argc, argv);
+    if (!hint.empty()) {
+      std::cerr << "lockstep: " << hint << "\nRun with --help for more information.\n";
+      return kExitInputError;
+    }
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitInputError;
   }

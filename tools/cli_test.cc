@@ -24,8 +24,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(LOCKSTEP_BINARY) + " " + args + " 2>&1";
+// A shell command line, stdout and stderr together.
+Result run_shell(const std::string& command) {
+  std::string cmd = command + " 2>&1";
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -36,6 +37,8 @@ Result run(const std::string& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+Result run(const std::string& args) { return run_shell(std::string(LOCKSTEP_BINARY) + " " + args); }
 
 std::string source(const std::string& rel) { return lockstep::source_dir() + "/" + rel; }
 
@@ -311,6 +314,158 @@ TEST(Cli, MatrixFromRealReportsAndBadOnes) {
   EXPECT_NE(r.out.find("/cases/0/id"), std::string::npos) << r.out;
   EXPECT_EQ(read_file(dir + "/m/conformance-matrix.html"), html);  // untouched
   files::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// --- The newcomer's path (issue 30) ------------------------------------------------------------------------
+
+// `lockstep ARGS` run in `dir` (where reports go by default).
+Result run_in(const std::string& dir, const std::string& args) {
+  return run_shell("cd '" + dir + "' && '" + LOCKSTEP_BINARY + "' " + args);
+}
+
+TEST(Cli, MistypedSubcommandsAndFlagsGetTheNearestName) {
+  Result r = run("rnu");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("'rnu' is no subcommand: did you mean 'run'?"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("A subcommand is required"), std::string::npos) << r.out;
+  r = run("run --cout 5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("'--cout' is no flag of 'run': did you mean '--count'?"), std::string::npos) << r.out;
+  r = run("replay --exclude-feature adam");
+  EXPECT_NE(r.out.find("did you mean '--exclude-features'?"), std::string::npos) << r.out;
+  r = run("fixtures generat");
+  EXPECT_NE(r.out.find("did you mean 'generate'?"), std::string::npos) << r.out;
+  r = run("zzzzzzzz");  // nothing near: the subcommands are listed, no guess
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.find("did you mean"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("subcommands: run"), std::string::npos) << r.out;
+}
+
+// A driver author's own per-action table: the impl driver's trace equals impl's in-process, and a mutant through
+// the driver differs from impl exactly as the in-process mutant does.
+TEST(Cli, TraceRunsADriverCommand) {
+  const std::string d = temp_dir("trace-driver");
+  const std::string program = d + "/program.json";
+  std::ofstream(program) << nlohmann::json::parse(read_file(source(
+                                "conformance/cases/tut002-momentum-buffer-first-step-copy.json")))["program"].dump();
+  auto body = [](const std::string& table) { return table.substr(table.find('\n') + 1); };  // past "engine: ..."
+  Result in_process = run("trace " + program + " --engine impl --table");
+  Result driver = run("trace " + program + " --engine '" + IMPL_DRIVER + "' --table");
+  ASSERT_EQ(in_process.exit_code, 0) << in_process.out;
+  ASSERT_EQ(driver.exit_code, 0) << driver.out;
+  EXPECT_EQ(body(driver.out), body(in_process.out));
+  Result mutant = run("trace " + program + " --engine impl --mutant sgd_velocity_form --table");
+  Result mutant_driver = run("trace " + program + " --engine '" + IMPL_DRIVER + " --mutant sgd_velocity_form' --table");
+  ASSERT_EQ(mutant.exit_code, 0) << mutant.out;
+  EXPECT_NE(body(mutant.out), body(in_process.out));
+  EXPECT_EQ(body(mutant_driver.out), body(mutant.out));
+  Result missing = run("trace " + program + " --engine 'no-such-command-xyz'");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.out.find("127"), std::string::npos) << missing.out;
+  std::ofstream(d + "/declines.py") << "import json, sys\n"
+                                       "for line in sys.stdin:\n"
+                                       "    print(json.dumps({'id': json.loads(line)['id'], 'unsupported': 'everything'}), flush=True)\n";
+  Result declined = run("trace " + program + " --engine 'python3 " + d + "/declines.py'");
+  files::remove_all(d);
+  EXPECT_EQ(declined.exit_code, 1) << declined.out;
+  EXPECT_NE(declined.out.find("unsupported 'everything'"), std::string::npos) << declined.out;
+}
+
+// replay writes its reports to the working directory like run; a reproduce line writes to lockstep-repro/ID,
+// leaving the run's own reports as they were, and a named case's failure prints its reproduce line.
+TEST(Cli, ReportsGoToTheWorkingDirectoryAndReproduceLinesToTheirOwn) {
+  const std::string d = temp_dir("report-dirs");
+  const std::string engine = std::string("'") + IMPL_DRIVER + " --mutant sgd_velocity_form'";
+  Result r = run_in(d, "replay --engine " + engine + " --only 'tut002-*'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const std::string report = d + "/replay-report.json";
+  ASSERT_TRUE(files::exists(report)) << r.out;
+  const std::string before = read_file(report);
+  nlohmann::json j = nlohmann::json::parse(before);
+  std::string reproduce, id;
+  for (const auto& c : j.at("cases"))
+    if (c.at("status") == "failed") {
+      reproduce = c.at("failure").at("reproduce");
+      id = c.at("id");
+      break;
+    }
+  ASSERT_FALSE(reproduce.empty());
+  EXPECT_NE(reproduce.find(" --report-dir 'lockstep-repro/" + id + "'"), std::string::npos) << reproduce;
+  Result again = run_in(d, reproduce.substr(std::string("lockstep ").size()));
+  EXPECT_EQ(again.exit_code, 1) << again.out;
+  EXPECT_TRUE(files::exists(d + "/lockstep-repro/" + id + "/replay-report.json")) << again.out;
+  EXPECT_EQ(read_file(report), before);  // the replay's own reports are untouched
+
+  Result named = run("run --engine " + engine + " --count 0 --report-dir " + d + "/run");
+  EXPECT_EQ(named.exit_code, 1) << named.out;
+  const size_t fail = named.out.find("  FAIL   ");
+  ASSERT_NE(fail, std::string::npos) << named.out;
+  const size_t line = named.out.find("reproduce: lockstep run ", fail);
+  ASSERT_NE(line, std::string::npos) << named.out;
+  EXPECT_NE(named.out.find(" --case ", line), std::string::npos) << named.out;
+  files::remove_all(d);
+}
+
+// A small driver's console: the skips are one line (the report lists them), a mostly skipped run warns, and a
+// driver with no hello is held to protocol 1 (no RMSprop, no Adagrad) and told how to declare more.
+TEST(Cli, SkipsAreOneLineAndAMostlySkippedRunWarns) {
+  const std::string d = temp_dir("skips");
+  {
+    std::ofstream f(d + "/sgd_only.py");
+    // No hello (it answers the hello line as a program: unsupported), then the programs of one float64 parameter
+    // through impl's driver.
+    f << "import json, subprocess, sys\n"
+         "inner = subprocess.Popen([" << "'" << IMPL_DRIVER << "'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
+         "for line in sys.stdin:\n"
+         "    r = json.loads(line)\n"
+         "    params = (r.get('program') or {}).get('params') or []\n"
+         "    if len(params) != 1 or params[0]['dtype'] != 'float64':\n"
+         "        print(json.dumps({'id': r['id'], 'unsupported': 'one float64 parameter only'}), flush=True)\n"
+         "        continue\n"
+         "    inner.stdin.write(line); inner.stdin.flush()\n"
+         "    print(inner.stdout.readline().strip(), flush=True)\n";
+  }
+  Result r = run("replay --engine 'python3 " + d + "/sgd_only.py' --report-dir " + d + "/replay");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("  skip "), std::string::npos) << "no line per skipped fixture";
+  EXPECT_NE(r.out.find("(the implementation answered unsupported: 'one float64 parameter only' "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fixtures were skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("held to protocol 1's"), std::string::npos) << r.out;
+  nlohmann::json j = nlohmann::json::parse(read_file(d + "/replay/replay-report.json"));
+  bool rmsprop_left_out = false;
+  for (const auto& x : j.at("coverage").at("left_out_cases"))
+    if (x.at("id").get<std::string>().find("rmsprop") != std::string::npos) rmsprop_left_out = true;
+  EXPECT_TRUE(rmsprop_left_out) << "a protocol-1 driver gets no RMSprop fixture";
+  const std::string md = read_file(d + "/replay/replay-report.md");
+  EXPECT_NE(md.find("### Skipped"), std::string::npos);
+  EXPECT_LT(md.find("**Warning:**"), md.find("### Coverage"));
+  Result verbose = run("replay --engine 'python3 " + d + "/sgd_only.py' --verbose --only 'grad-adam*' --report-dir " + d + "/v");
+  EXPECT_NE(verbose.out.find("  skip   grad-adam"), std::string::npos) << verbose.out;
+
+  Result live = run("run --engine 'python3 " + d + "/sgd_only.py' --count 20 --seed 3 --report-dir " + d + "/run");
+  EXPECT_EQ(live.exit_code, 0) << live.out;
+  EXPECT_EQ(live.out.find("known "), std::string::npos) << "one vocabulary: skipped, not known";
+  EXPECT_EQ(live.out.find("in scope but not exercised:"), std::string::npos) << "the names are in the report";
+  EXPECT_NE(live.out.find("random programs were skipped"), std::string::npos) << live.out;
+  files::remove_all(d);
+}
+
+// Failures come before coverage in the Markdown report.
+TEST(Cli, MarkdownShowsFailuresBeforeCoverage) {
+  const std::string d = temp_dir("md-order");
+  Result r = run("replay --engine 'impl' --only 'tut002-*' --report-dir " + d + " && " + LOCKSTEP_BINARY +
+                 " replay --engine '" + IMPL_DRIVER + " --mutant sgd_velocity_form' --only 'tut002-*' --report-dir " + d);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const std::string md = read_file(d + "/replay-report.md");
+  ASSERT_NE(md.find("### Failures"), std::string::npos);
+  ASSERT_NE(md.find("### Coverage"), std::string::npos);
+  EXPECT_LT(md.find("### Failures"), md.find("### Coverage"));
+  files::remove_all(d);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// tools/command_mutants.h: `lockstep mutants`, the mutant catalogue's kill table (impl/mutants.h).
+// tools/command_mutants.h: `lockstep mutants`, the mutant catalogue's kill table (tools/mutants/mutants.h).
 //
 // Every mutant of impl is run through the suite: the named cases first (claim checks and lockstep against
 // the oracle), then up to `count` seeded random programs (every fourth with NaN and +-Inf), until one kills

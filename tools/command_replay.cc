@@ -170,7 +170,7 @@ void print_result(const ReplayCaseResult& r, bool verbose) {
   switch (r.status) {
     case ReplayStatus::Passed: label = verbose ? "pass " : nullptr; break;
     case ReplayStatus::Failed: label = "FAIL "; break;
-    case ReplayStatus::Skipped: label = "skip "; break;
+    case ReplayStatus::Skipped: label = verbose ? "skip " : nullptr; break;  // counted in one line at the end
     case ReplayStatus::ExpectedFailure: label = "xfail"; break;
     case ReplayStatus::UnexpectedPass: label = "XPASS"; break;
   }
@@ -244,7 +244,7 @@ int command_replay(const ReplayArgs& args) {
     // The handshake first: what the driver supports decides which fixtures it is given (capabilities.h).
     if (!driver->ensure_started()) return stop_on_driver_startup_failure("lockstep replay", *driver);
     try {
-      caps = capabilities_from_hello(driver->hello());
+      caps = driver_capabilities(driver->hello());
     } catch (const JsonError& e) {
       std::cerr << "lockstep replay: the driver '" << args.engine << "' answered the hello with capabilities "
                 << "lockstep cannot read: " << e.pointer() << ": " << e.message() << "\n";
@@ -447,10 +447,16 @@ int command_replay(const ReplayArgs& args) {
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
   prefix += scope.reproduce_flags;
   RunReport report = to_run_report(results, "fixtures of " + oracle, engine_name, 0,
-                                   [&](const std::string& id) { return prefix + " --only " + shell_quote(id); });
+                                   [&](const std::string& id) { return prefix + " --only " + shell_quote(id) + reproduce_report_dir_flag(id); });
   finish_coverage(scope, report, config.expectations);
-  fmt::print("{} fixture{} left out by the scope, {} tested\n", scope.coverage.out_of_scope,
-             scope.coverage.out_of_scope == 1 ? "" : "s", scope.coverage.tested);
+  if (const std::string line = untested_line(report); !line.empty())
+    fmt::print("{}{}\n", line, args.verbose ? "" : " (--verbose lists them here)");
+  size_t skipped = 0;
+  for (const ReplayCaseResult& r : results) skipped += r.status == ReplayStatus::Skipped;
+  if (const std::string warning = mostly_skipped_warning(skipped, results.size(), "fixtures"); !warning.empty()) {
+    fmt::print("warning: {}\n", warning);
+    if (report.coverage) report.coverage->warnings.push_back(warning);
+  }
   if (other_versions > 0)
     fmt::print("{} fixture{} recorded for another PyTorch version than {} (SEMANTICS 12.5) not given\n", other_versions,
                other_versions == 1 ? " was" : "s were", replay_version);

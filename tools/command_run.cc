@@ -52,13 +52,17 @@ using Clock = std::chrono::steady_clock;
 // its engines and its driver costs about what it saves.
 constexpr int64_t kRandomProgramsPerDefaultJob = 1000;
 
+// One vocabulary with replay: passed, failed, xfail (a known discrepancy: the expectations explain it), skipped
+// (the implementation answered unsupported).
 struct Tally {
-  int passed = 0, failed = 0, known = 0;
-  void add(CaseStatus s) {
-    if (s == CaseStatus::Passed) ++passed;
-    else if (s == CaseStatus::Failed) ++failed;
-    else ++known;
+  int passed = 0, failed = 0, xfail = 0, skipped = 0;
+  void add(const CaseReport& c) {
+    if (c.status == CaseStatus::Passed) ++passed;
+    else if (c.status == CaseStatus::Failed) ++failed;
+    else if (!c.result.skipped.empty()) ++skipped;
+    else ++xfail;
   }
+  int total() const { return passed + failed + xfail + skipped; }
 };
 
 class Progress {
@@ -66,7 +70,7 @@ class Progress {
   Progress(int64_t total, bool shown) : total_(total), tty_(shown && isatty(STDOUT_FILENO) == 1) {}
   void show(int64_t done, const Tally& t) {
     if (!tty_) return;
-    fmt::print("\r  [{}/{}] {} passed, {} failed, {} known", done, total_, t.passed, t.failed, t.known);
+    fmt::print("\r  [{}/{}] {} passed, {} failed, {} skipped", done, total_, t.passed, t.failed, t.skipped);
     std::fflush(stdout);
   }
   void clear() {
@@ -87,9 +91,11 @@ enum class SliceRole { Whole, Worker };
 // size and reproduce line. `named`: a named case (else a random program).
 void print_case_line(const CaseReport& r, bool named) {
   if (named) {
-    if (r.status != CaseStatus::Passed)
-      fmt::print("  {}  {}: {}\n", r.status == CaseStatus::Failed ? "FAIL " : "known", r.id,
-                 printable_utf8(r.known_reason.empty() ? r.result.failure_summary() : r.known_reason));
+    if (r.status == CaseStatus::Failed)
+      fmt::print("  FAIL   {}: {}\n         reproduce: {}\n", r.id, printable_utf8(r.result.failure_summary()),
+                 printable_utf8(r.reproduce_command));
+    else if (r.status == CaseStatus::Known && r.result.skipped.empty())  // skipped ones: counted at the end
+      fmt::print("  xfail  {}: {}\n", r.id, printable_utf8(r.known_reason));
     return;
   }
   if (r.status != CaseStatus::Failed) return;
@@ -102,29 +108,39 @@ void print_case_line(const CaseReport& r, bool named) {
 
 // The end of a run (one process, or the merged report of --jobs): unused expectations, features not exercised,
 // the reports, the table. `named_cases`: how many of the report's cases (the first) are named cases.
-int finish_run(const RunArgs& args, const RunReport& report, size_t named_cases, Clock::time_point t0) {
+int finish_run(const RunArgs& args, RunReport& report, size_t named_cases, Clock::time_point t0) {
+  Tally named, random;
+  for (size_t i = 0; i < report.cases.size(); ++i) (i < named_cases ? named : random).add(report.cases[i]);
   for (const std::string& u : report.unused_expectations) fmt::print("  unused expectation: {}\n", u);
-  if (report.coverage && !report.coverage->not_exercised.empty())
-    fmt::print("  in scope but not exercised: {}\n", fmt::join(report.coverage->not_exercised, ", "));
+  const bool one_case = !args.only_case.empty() || args.only_index >= 0;  // a reproduce line: no run-wide notes
+  if (!one_case) {
+    if (const std::string line = untested_line(report); !line.empty()) fmt::print("  {}\n", line);
+    if (report.coverage && !report.coverage->not_exercised.empty())
+      fmt::print("  {} feature{} in scope not exercised (the report's Coverage names them)\n",
+                 report.coverage->not_exercised.size(), report.coverage->not_exercised.size() == 1 ? "" : "s");
+    const std::string warning =
+        mostly_skipped_warning(static_cast<size_t>(random.skipped), static_cast<size_t>(random.total()), "random programs");
+    if (!warning.empty()) {
+      fmt::print("warning: {}\n", warning);
+      if (report.coverage) report.coverage->warnings.push_back(warning);
+    }
+  }
   try {
     write_reports(args.report_dir, report, "lockstep-report");
   } catch (const std::exception& e) {
     std::cerr << "lockstep run: cannot write the reports: " << e.what() << "\n";
     return kExitInputError;
   }
-  Tally named, random;
-  for (size_t i = 0; i < report.cases.size(); ++i) (i < named_cases ? named : random).add(report.cases[i].status);
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  fmt::print("\n  {:<14} {:>7} {:>7} {:>7} {:>7}\n", "", "total", "passed", "failed", "known");
+  fmt::print("\n  {:<14} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "", "total", "passed", "failed", "xfail", "skipped");
   auto row = [](const char* what, const Tally& t) {
-    fmt::print("  {:<14} {:>7} {:>7} {:>7} {:>7}\n", what, t.passed + t.failed + t.known, t.passed, t.failed,
-               t.known);
+    fmt::print("  {:<14} {:>7} {:>7} {:>7} {:>7} {:>7}\n", what, t.total(), t.passed, t.failed, t.xfail, t.skipped);
   };
   row("named cases", named);
   row("random", random);
   const ReportSummary summary = summarise(report);
-  fmt::print("{} passed, {} failed ({}{:.1f} s; seed {}, max size {}{})\n", named.passed + random.passed,
-             named.failed + random.failed,
+  fmt::print("{} passed, {} failed, {} skipped ({}{:.1f} s; seed {}, max size {}{})\n", named.passed + random.passed,
+             named.failed + random.failed, named.skipped + random.skipped,
              summary.imprecise ? fmt::format("{} imprecise, known and not passed, SEMANTICS §9.6; ", summary.imprecise) : "",
              secs, args.seed, args.max_size,
              report.shard ? fmt::format("; shard {} of {}", report.shard->index, report.shard->total) : "");
@@ -313,10 +329,10 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
       if (fatal()) return kExitInputError;
       count_case(scope, c.program, features, result);
       if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
-      CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id));
+      CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id) + reproduce_report_dir_flag(c.id));
       r.areas = feature_areas(c.program);
       if (r.status == CaseStatus::Passed) r.program.reset();
-      named.add(r.status);
+      named.add(r);
       if (!worker) print_case_line(r, true);
       report.cases.push_back(std::move(r));
     }
@@ -354,7 +370,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
       LockstepResult result = subject->run(id, program, mask);
       if (fatal()) return kExitInputError;
       count_case(scope, program, features, result);
-      const std::string reproduce = random_prefix + fmt::format(" --index {}", i);
+      const std::string reproduce = random_prefix + fmt::format(" --index {}", i) + reproduce_report_dir_flag(id);
       CaseReport r = case_report(id, result, program, reproduce);
       if (r.status == CaseStatus::Failed) {
         // Shrink to the smallest program that still fails (and is not explained by a known entry), re-running
@@ -388,7 +404,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
       }
       // A failure counts in the areas of the program the report shows (shrunk: the smallest that still fails).
       r.areas = feature_areas(r.program ? *r.program : program);
-      random.add(r.status);
+      random.add(r);
       keep_only_what_a_pass_shows(r);  // counted above; a pass keeps what its reports show (README "Limits")
       report.cases.push_back(std::move(r));
       progress.show(++done, random);

@@ -1,6 +1,9 @@
-// `lockstep trace PROGRAM.json [--engine oracle|impl] [--table]`: one program, its trace on stdout.
+// `lockstep trace PROGRAM.json [--engine oracle|impl|COMMAND] [--mutant NAME | --variant NAME] [--table]`: one
+// program, its trace on stdout. A driver command (fixtures/PROTOCOL.md) gets the program as one request, so a
+// driver author sees the per-action table of their own driver beside the oracle's.
 #include <iostream>
 
+#include "conformance/run/external_driver.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
@@ -10,6 +13,37 @@
 
 namespace lockstep::tools {
 
+namespace {
+
+// The driver's trace, or a message on stderr and the exit status: 1 when it answered `unsupported` (the program
+// is out of its scope), 2 when it failed (it could not start, crashed, timed out or wrote garbage).
+int trace_on_driver(const TraceArgs& args, const Program& program, Trace& trace) {
+  DriverOptions options;
+  options.timeout = std::chrono::milliseconds(args.timeout_ms);
+  ExternalDriver driver(args.engine, options);
+  DriverOutcome out = run_on_driver(driver, "trace", program_to_json(program));
+  switch (out.kind) {
+    case DriverOutcome::Kind::Trace:
+      trace = std::move(out.trace);
+      return kExitOk;
+    case DriverOutcome::Kind::Unsupported:
+      std::cerr << "lockstep trace: the driver answered unsupported '" << out.feature << "'\n";
+      return kExitDiscrepancies;
+    case DriverOutcome::Kind::Failure:
+      break;
+  }
+  if (driver.startup_failed()) {  // the message names the command, how it ended and its stderr
+    std::cerr << "lockstep trace: " << driver.startup_failure() << "\n";
+    return kExitInputError;
+  }
+  std::cerr << "lockstep trace: the driver '" << args.engine << "' failed on the program: " << out.failure;
+  if (!out.stderr_excerpt.empty()) std::cerr << "\n  driver stderr: " << out.stderr_excerpt.substr(0, 1000);
+  std::cerr << "\n";
+  return kExitInputError;
+}
+
+}  // namespace
+
 int command_trace(const TraceArgs& args) {
   Program program;
   try {
@@ -18,8 +52,18 @@ int command_trace(const TraceArgs& args) {
     std::cerr << "lockstep trace: " << e.what() << "\n";
     return kExitInputError;
   }
-  auto engine = make_engine(args.engine);
-  Trace trace = run_program(program, *engine);
+  Trace trace;
+  if (is_engine_name(args.engine)) {
+    auto engine = make_engine(args.engine, args.mutant, args.variant);
+    trace = run_program(program, *engine);
+  } else {
+    if (!args.mutant.empty() || !args.variant.empty()) {
+      std::cerr << "lockstep trace: --mutant and --variant apply to the impl engine only (a driver command got "
+                   "them; for impl's driver write them into the command: 'lockstep-impl-driver --mutant NAME')\n";
+      return kExitInputError;
+    }
+    if (int status = trace_on_driver(args, program, trace); status != kExitOk) return status;
+  }
   if (args.table) std::cout << format_trace_table(program, trace);
   else std::cout << trace_to_json(trace).dump(2) << "\n";
   return kExitOk;

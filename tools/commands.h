@@ -25,7 +25,7 @@ struct RunArgs {
   std::string report_dir = ".";
   std::string only_case;          // run just this named case (reproduce a failure)
   int64_t only_index = -1;        // run just this random program index (reproduce a failure)
-  std::string mutant;             // impl only: run impl with this mutant selected (impl/mutants.h)
+  std::string mutant;             // impl only: run impl with this mutant selected (tools/mutants/mutants.h)
   std::string variant;            // impl only: a legitimate variant of impl (tools/variants/variants.h)
   std::string expectations_file;  // expectations.h; empty: conformance/compare/expectations.json (in-process engines)
   double shrink_seconds = 10;     // time budget to shrink one failing program
@@ -41,7 +41,9 @@ int command_run(const RunArgs& args);
 
 struct TraceArgs {
   std::string program_file;
-  std::string engine = "oracle";
+  std::string engine = "oracle";  // an engine name, or a driver command line (fixtures/PROTOCOL.md)
+  std::string mutant, variant;    // impl only (tools/mutants/, tools/variants/)
+  int64_t timeout_ms = 10000;     // a driver command: the program's timeout
   bool table = false;
 };
 int command_trace(const TraceArgs& args);

@@ -16,7 +16,7 @@ struct ReplayArgs {
   std::string engine = "impl";           // "impl", "oracle", or a driver command line (PROTOCOL.md)
   std::string expected_failures_file;    // optional (replay.h format)
   std::string tolerance_file;            // optional tolerance overrides (replay.h format)
-  std::string report_dir;                // empty: no report files
+  std::string report_dir = ".";          // replay-report.{md,json,xml} go here, like run's
   int64_t timeout_ms = 10000;            // per program, external drivers
   std::string only;                      // comma-separated globs on fixture ids; empty: all
   std::string tags;                      // comma-separated: only fixtures carrying every one of these tags

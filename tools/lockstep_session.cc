@@ -51,6 +51,7 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
   s.coverage.implementation = caps.hello;
   // A hello may list many unknown names: the first few are enough to say so.
   constexpr size_t kMaxWarnings = 20;
+  if (!caps.protocol_note.empty()) s.coverage.warnings.push_back(caps.protocol_note);
   for (size_t i = 0; i < caps.warnings.size() && i < kMaxWarnings; ++i) s.coverage.warnings.push_back(caps.warnings[i]);
   if (caps.warnings.size() > kMaxWarnings)
     s.coverage.warnings.push_back(std::to_string(caps.warnings.size() - kMaxWarnings) + " more warnings about the hello");

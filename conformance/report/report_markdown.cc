@@ -196,7 +196,6 @@ std::string coverage_markdown(const CoverageReport& c) {
     for (size_t i = 0; i < c.not_exercised.size(); ++i) out += (i ? ", `" : "`") + cell(c.not_exercised[i]) + "`";
     out += "\n\n";
   }
-  for (const std::string& w : c.warnings) out += "Warning: " + cell(w) + "\n\n";
   // Optional trace fields (optional_fields.h): an untested one is not a failure, but a reader must see it.
   out += "| Optional trace field | Status | Observations compared | Untested | Why untested |\n|---|---|---:|---:|---|\n";
   for (const OptionalField& f : optional_fields()) {
@@ -246,9 +245,12 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
   const ReportSummary s = summarise(report);
   std::string out;
   out += fmt::format("## lockstep: {} vs {}\n\n", cell(report.under_test_engine), cell(report.oracle_engine));
-  out += s.failed == 0 ? (s.known == 0 ? "**All cases passed.**\n\n"
-                                       : "**No new failures** (known discrepancies below).\n\n")
-                       : fmt::format("**{} case{} failed.**\n\n", s.failed, s.failed == 1 ? "" : "s");
+  size_t skipped = 0;  // skipped (answered unsupported) and known discrepancies are both "known" in the JSON
+  for (const CaseReport& c : report.cases) skipped += c.status == CaseStatus::Known && !c.result.skipped.empty();
+  out += s.failed > 0          ? fmt::format("**{} case{} failed.**\n\n", s.failed, s.failed == 1 ? "" : "s")
+         : s.known > skipped   ? "**No new failures** (known discrepancies below).\n\n"
+         : skipped > 0         ? fmt::format("**No failures**, {} case{} skipped (below).\n\n", skipped, skipped == 1 ? "" : "s")
+                               : "**All cases passed.**\n\n";
   out += "| Setting | Value |\n|---|---|\n";
   out += fmt::format("| Engine under test | {} |\n", cell(code(report.under_test_engine)));
   out += fmt::format("| Oracle | {} |\n", cell(code(report.oracle_engine)));
@@ -261,24 +263,34 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
                        report.shard->total, report.shard->total, report.shard->index);
   out += "\n";
   out += "| Result | Cases |\n|---|---:|\n";
-  out += fmt::format("| Passed | {} |\n| Failed | {} |\n| Known discrepancies | {} |\n| Total | {} |\n\n", s.passed,
-                     s.failed, s.known, s.total);
+  out += fmt::format("| Passed | {} |\n| Failed | {} |\n| Known discrepancies | {} |\n| Skipped | {} |\n| Total | {} |\n\n",
+                     s.passed, s.failed, s.known - skipped, skipped, s.total);
+  if (report.coverage)
+    for (const std::string& w : report.coverage->warnings) out += "**Warning:** " + cell(w) + "\n\n";
 
-  if (!report.unused_expectations.empty()) {
-    out += "### Unused expectations\n\nThese entries masked nothing and explained no case in this run:\n\n";
-    for (const std::string& u : report.unused_expectations) out += "- " + cell(u) + "\n";
-    out += "\n";
-  }
-  if (report.coverage) out += coverage_markdown(*report.coverage);
+  // What a reader came for first: the failures, then the known discrepancies; coverage last.
   if (s.failed > 0) {
     out += "### Failures\n\n";
     for (const CaseReport& c : report.cases)
       if (c.status == CaseStatus::Failed) case_details(out, c, options);
   }
-  if (s.known > 0) {
+  if (s.known > skipped) {
     out += "### Known discrepancies\n\n";
     for (const CaseReport& c : report.cases)
-      if (c.status == CaseStatus::Known) case_details(out, c, options);
+      if (c.status == CaseStatus::Known && c.result.skipped.empty()) case_details(out, c, options);
+  }
+  if (skipped > 0) {
+    out += fmt::format("### Skipped\n\n<details><summary>{} case{} the implementation answered unsupported</summary>\n\n",
+                       skipped, skipped == 1 ? "" : "s");
+    for (const CaseReport& c : report.cases)
+      if (c.status == CaseStatus::Known && !c.result.skipped.empty())
+        out += fmt::format("- {}: {}\n", code(c.id), cell(c.result.skipped));
+    out += "\n</details>\n\n";
+  }
+  if (!report.unused_expectations.empty()) {
+    out += "### Unused expectations\n\nThese entries masked nothing and explained no case in this run:\n\n";
+    for (const std::string& u : report.unused_expectations) out += "- " + cell(u) + "\n";
+    out += "\n";
   }
   // Free-running: the drift of the passing cases too, one row per case (largest error over the run).
   bool any_growth = false;
@@ -309,6 +321,7 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
     if (omitted > 0) out += fmt::format("\n…and {} more cases (see the JSON report).\n", omitted);
     out += "\n";
   }
+  if (report.coverage) out += coverage_markdown(*report.coverage);
   return printable_utf8(out);  // a driver's bytes (stderr, messages) sanitised as a whole
 }
 

@@ -99,6 +99,10 @@ Capabilities capabilities_from_hello(const json& hello) {
       check_known(*c.dtypes, "dtype", "dtype");
     } else if (key == "ops") {
       c.ops = string_set(value, p);
+      // `lockstep features` prints ops as "op:add": a hello may spell them either way.
+      std::set<std::string> bare;
+      for (const std::string& n : *c.ops) bare.insert(n.rfind("op:", 0) == 0 ? n.substr(3) : n);
+      c.ops = std::move(bare);
       check_known(*c.ops, "op", "op");
     } else if (key == "features") {
       c.features = string_set(value, p);
@@ -128,6 +132,29 @@ Capabilities capabilities_from_hello(const json& hello) {
       c.warnings.push_back("hello.supports." + key + " is not known to this lockstep (ignored)");
     }
   }
+  return c;
+}
+
+Capabilities driver_capabilities(const json& hello) {
+  Capabilities c = capabilities_from_hello(hello);
+  c.protocol = 1;
+  if (hello.is_object())
+    if (auto p = hello.find("protocol"); p != hello.end() && p->is_number_integer()) c.protocol = p->get<int>();
+  if (c.protocol >= 2 || c.optimizers) return c;
+  // Protocol 1's optimizers, each with every option it had (the options of an optimizer are its description's).
+  c.optimizers.emplace();
+  for (const FeatureInfo& f : all_features()) {
+    if (f.category != "option") continue;
+    const std::string optimizer = f.name.substr(0, f.name.find('.'));
+    if (optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw")
+      (*c.optimizers)[optimizer].insert(f.name.substr(f.name.find('.') + 1));
+  }
+  c.protocol_note =
+      std::string(hello.is_null() ? "the driver answered no hello" : "the driver's hello says protocol 1") +
+      " and declares no optimizers, so it is held to protocol 1's: SGD, Adam and AdamW (RMSprop and Adagrad came "
+      "with protocol 2). To be tested on more, answer the hello with \"protocol\": 2 and declare what it supports "
+      "(fixtures/PROTOCOL.md 2a, \"supports\"); to narrow the run, --profile NAME (an API profile, e.g. "
+      "pytorch-python for a framework with PyTorch's Python API) or --exclude-features LIST";
   return c;
 }
 

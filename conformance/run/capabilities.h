@@ -14,8 +14,10 @@
 //               "features": ["retain_graph", "hold_grad", "zero_grad"]},
 //             "observes": ["param.same_as_previous"]}     optional: optional trace fields it reports
 //
-// A driver without a hello, or a hello without "supports", supports everything (drivers written before the
-// handshake keep working). Listed, an option or feature is supported; not listed (among the names
+// An in-process engine, or a driver whose hello speaks the current protocol without "supports", supports
+// everything. A driver speaks protocol 1 when it has no hello or its hello says "protocol": 1: it is held to what
+// protocol 1 had, SGD, Adam and AdamW with every option, every op and action (RMSprop and Adagrad came with protocol
+// 2), unless its "supports" declares optimizers itself (driver_capabilities(); the note says so in every report). Listed, an option or feature is supported; not listed (among the names
 // features.h knows), it is not: options not listed may appear only at their default value. Names lockstep
 // does not know are kept as warnings (a newer driver may know more), never as errors; a field of the wrong
 // type is an error naming its JSON pointer.
@@ -49,12 +51,19 @@ struct Capabilities {
   std::optional<std::map<std::string, std::set<std::string>>> optimizers;  // name -> options honoured
   // "observes": the optional trace fields (optional_fields.h) the driver reports; required in its answers.
   std::set<std::string> observes;
+  int protocol = 0;                            // a driver's protocol (1 without a hello); 0: an in-process engine
+  std::string protocol_note;                   // held to an older protocol's features: what and how to declare more
   std::vector<std::string> warnings;           // names lockstep does not know
   nlohmann::ordered_json hello;                // as announced (null for an old driver or an in-process engine)
 };
 
 // Reads a hello object; throws JsonError (json_reader.h) naming the pointer of a field of the wrong type.
 Capabilities capabilities_from_hello(const nlohmann::ordered_json& hello);
+
+// A driver's capabilities from its hello (null: a driver without one, protocol 1), held to the features of the
+// protocol it speaks: a protocol-1 driver that does not declare its optimizers gets SGD, Adam and AdamW, and
+// `protocol_note` says so and how to declare more (a protocol-2 hello) or narrow (--profile, --exclude-features).
+Capabilities driver_capabilities(const nlohmann::ordered_json& hello);
 
 // Adds to `scope` one exclusion per known feature the capabilities do not cover, with its reason.
 void exclude_unsupported(const Capabilities& caps, FeatureScope& scope);

@@ -342,3 +342,57 @@ TEST(Capabilities, AVersionContradictingTheDeclaredDefaultIsAWarning) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// `lockstep features` prints "op:add"; a hello may spell an op either way (issue 30).
+TEST(Capabilities, OpsMaySpellTheOpPrefix) {
+  const Capabilities c = capabilities_from_hello(nlohmann::ordered_json::parse(
+      R"({"name": "x", "version": "1", "protocol": 2, "supports": {"ops": ["op:add", "mul"]}})"));
+  ASSERT_TRUE(c.ops);
+  EXPECT_EQ(*c.ops, (std::set<std::string>{"add", "mul"}));
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings.front();
+  FeatureScope scope;
+  exclude_unsupported(c, scope);
+  EXPECT_FALSE(scope.allows("op:sub"));
+  EXPECT_TRUE(scope.allows("op:add"));
+  EXPECT_TRUE(scope.allows("op:mul"));
+}
+
+// A protocol-1 driver (no hello, or a hello saying 1) that declares no optimizers is held to SGD, Adam and AdamW
+// with every option; protocol 2, or optimizers declared, is taken as declared. An in-process engine: everything.
+TEST(Capabilities, ProtocolOneDriversAreHeldToProtocolOnesOptimizers) {
+  using json = nlohmann::ordered_json;
+  for (const json& hello : {json(), json::parse(R"({"name": "x", "version": "1", "protocol": 1})")}) {
+    const Capabilities c = driver_capabilities(hello);
+    EXPECT_EQ(c.protocol, 1);
+    ASSERT_TRUE(c.optimizers);
+    EXPECT_EQ(c.optimizers->size(), 3u);
+    EXPECT_EQ(c.optimizers->at("sgd"), (std::set<std::string>{"lr", "momentum", "dampening", "weight_decay", "nesterov"}));
+    EXPECT_EQ(c.optimizers->at("adamw").count("amsgrad"), 1u);
+    EXPECT_NE(c.protocol_note.find("protocol 2"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("--exclude-features"), std::string::npos);
+    EXPECT_NE(c.protocol_note.find("--profile"), std::string::npos);
+    FeatureScope scope;
+    exclude_unsupported(c, scope);
+    EXPECT_FALSE(scope.allows("rmsprop"));
+    EXPECT_FALSE(scope.allows("adagrad"));
+    EXPECT_TRUE(scope.allows("adam"));
+    EXPECT_TRUE(scope.allows("sgd.nesterov"));
+    EXPECT_TRUE(scope.allows("op:cross_entropy"));
+  }
+  const Capabilities two = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 2})"));
+  EXPECT_EQ(two.protocol, 2);
+  EXPECT_FALSE(two.optimizers);
+  EXPECT_TRUE(two.protocol_note.empty());
+  const Capabilities declared = driver_capabilities(json::parse(
+      R"({"name": "x", "version": "1", "protocol": 1, "supports": {"optimizers": {"rmsprop": ["lr"]}}})"));
+  ASSERT_TRUE(declared.optimizers);
+  EXPECT_EQ(declared.optimizers->count("rmsprop"), 1u);
+  EXPECT_TRUE(declared.protocol_note.empty());
+  EXPECT_EQ(capabilities_from_hello(json()).protocol, 0);  // an in-process engine
+}
+
+}  // namespace
+}  // namespace lockstep

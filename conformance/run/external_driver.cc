@@ -519,9 +519,9 @@ ExternalDriver::StartResult ExternalDriver::start(std::string& failure, std::str
     if (string_from_json(hello["name"], "/hello/name").empty()) throw JsonError("/hello/name", "empty");
     string_from_json(hello["version"], "/hello/version");
     int64_t protocol = int_from_json(hello["protocol"], "/hello/protocol");
-    if (protocol != kDriverProtocolVersion)
-      throw JsonError("/hello/protocol", fmt::format("the driver speaks protocol {}, lockstep speaks {}", protocol,
-                                                     kDriverProtocolVersion));
+    if (protocol < kOldestDriverProtocol || protocol > kDriverProtocolVersion)
+      throw JsonError("/hello/protocol", fmt::format("the driver speaks protocol {}, lockstep speaks {} to {}", protocol,
+                                                     kOldestDriverProtocol, kDriverProtocolVersion));
     hello_ = hello;
   } catch (const JsonError& e) {
     failure = fmt::format("its answer to the hello does not read: {}{}: {} (line: {})",

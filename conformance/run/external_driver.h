@@ -109,9 +109,12 @@ struct DriverReply {
 const char* driver_status_name(DriverReply::Status s);  // "line", "exited", "timed_out", ...
 
 // The hello line lockstep writes first to every driver process it starts, and the protocol version it speaks.
-inline constexpr int kDriverProtocolVersion = 1;
+// Protocol 2 added RMSprop and Adagrad to the programs (fixtures/PROTOCOL.md 2a); a driver may answer with any
+// version from kOldestDriverProtocol on, and is held to that version's features (capabilities.h).
+inline constexpr int kDriverProtocolVersion = 2;
+inline constexpr int kOldestDriverProtocol = 1;
 inline constexpr const char* kDriverHelloId = "lockstep-hello";
-std::string driver_hello_line();  // {"id": "lockstep-hello", "hello": {"protocol": 1}}
+std::string driver_hello_line();  // {"id": "lockstep-hello", "hello": {"protocol": 2}}
 
 // One driver process, started lazily (with the hello) and restarted after it died or was killed.
 class ExternalDriver {

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "conformance/run/interpreter.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
@@ -323,7 +325,7 @@ TEST(ExternalDriver, MissingCommandIsAStartupFailureAndIsNotRetried) {
 TEST(DriverStartup, HelloLineIsOneJsonObject) {
   auto doc = nlohmann::ordered_json::parse(driver_hello_line());
   EXPECT_EQ(doc["id"], "lockstep-hello");
-  EXPECT_EQ(doc["hello"]["protocol"], 1);
+  EXPECT_EQ(doc["hello"]["protocol"], 2);  // protocol 2: RMSprop and Adagrad (capabilities.h)
   EXPECT_EQ(driver_hello_line().find('\n'), std::string::npos);
 }
 
@@ -420,10 +422,22 @@ TEST(DriverStartup, BadHelloAnswerIsAStartupFailure) {
   DriverReply r = d.request("a");
   EXPECT_EQ(r.status, Status::StartupFailed);
   EXPECT_NE(r.detail.find("version"), std::string::npos) << r.detail;
-  ExternalDriver future(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 2}}')", quick());
+  ExternalDriver future(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 3}}')", quick());
   r = future.request("a");
   EXPECT_EQ(r.status, Status::StartupFailed);
-  EXPECT_NE(r.detail.find("protocol 2"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("protocol 3, lockstep speaks 1 to 2"), std::string::npos) << r.detail;
+  ExternalDriver ancient(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 0}}')", quick());
+  EXPECT_EQ(ancient.request("a").status, Status::StartupFailed);
+}
+
+TEST(DriverStartup, EveryProtocolFromTheOldestIsAccepted) {
+  for (int protocol : {1, 2}) {
+    ExternalDriver d(fmt::format(R"(read h; echo '{{"hello": {{"name": "x", "version": "1", "protocol": {}}}}}'; )"
+                                 R"(while read l; do echo ok; done)", protocol),
+                     quick());
+    EXPECT_EQ(d.request("a").status, Status::Line) << protocol;
+    EXPECT_EQ(d.hello()["protocol"], protocol);
+  }
 }
 
 // Drivers written before the hello keep working. One that exits on the hello (it has no "program") is started

@@ -220,7 +220,7 @@ class Driver : public TestedImplementation {
     caps_read_ = true;
     if (!driver_.ensure_started()) return caps_;
     try {
-      caps_ = capabilities_from_hello(driver_.hello());
+      caps_ = driver_capabilities(driver_.hello());
     } catch (const JsonError& e) {
       hello_error_ = fmt::format("the driver '{}' answered the hello with capabilities lockstep cannot read: {}: {}",
                                  driver_.command(), e.pointer(), e.message());

@@ -5,7 +5,7 @@
 // input. A request it cannot read is a protocol error: it names the problem on stderr and exits 2 (the
 // harness reports that case as failed and restarts the driver for the next one). The hello line lockstep
 // writes first ({"id": "lockstep-hello", "hello": {...}}) is answered with
-// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 1}} (the name is
+// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 2}} (the name is
 // "impl+MUTANT" with --mutant, the variant's engine name with --variant).
 //
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
@@ -23,6 +23,7 @@
 // it the driver follows the LibTorch lockstep was built with, zero_grad()'s default included. The hello always declares the default
 // ("defaults": {"zero_grad": ...}), so the driver is held to what it does against a LibTorch 2.x oracle too,
 // and every optional trace field it reports ("observes", conformance/program/optional_fields.h).
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
@@ -112,7 +113,11 @@ int main(int argc, char** argv) {
         const std::string name = !variant.empty() ? make_variant_engine(variant)->name()
                                  : mutant.empty()  ? make_impl_engine()->name()
                                                    : make_mutant_engine(mutant)->name();
-        answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", 1}, {"language", "c++"}};
+        // The protocol: the newest both speak (2: RMSprop and Adagrad; fixtures/PROTOCOL.md 2a).
+        int protocol = 2;
+        if (const auto& h = request["hello"]; h.is_object() && h.contains("protocol") && h["protocol"].is_number_integer())
+          protocol = std::min(protocol, h["protocol"].get<int>());
+        answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", protocol}, {"language", "c++"}};
         // What zero_grad() does here is always declared (an undeclared default is taken to be the oracle's,
         // which is "none" with LibTorch 2.x).
         // The version it follows, always: the one chosen, else the LibTorch lockstep was built with (SEMANTICS 12.6).

@@ -1,6 +1,6 @@
 // tools/variants/variants.h: the variant catalogue, legitimate variants of impl that the suite must ACCEPT.
 //
-// A mutant (impl/mutants.h) is a wrong impl that the suite must reject; it measures misses. A variant is the
+// A mutant (tools/mutants/mutants.h) is a wrong impl that the suite must reject; it measures misses. A variant is the
 // opposite: impl with different but correct rounding, still following SEMANTICS.md to the letter (same
 // structure, identities, errors and step counts; numbers within rounding of the spec's arithmetic). Every
 // variant must pass the suite in every mode, so a variant that fails measures a false positive of the
