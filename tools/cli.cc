@@ -321,9 +321,9 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
       return kExitOk;
     }
   } catch (const std::bad_alloc&) {
-    // The program limits keep every accepted input within bounded memory (README "Limits"); this is a machine
+    // The program limits keep every accepted input within bounded memory (docs/programs-and-limits.md "Limits"); this is a machine
     // with less than that, or a bug: said as such, never an abort.
-    std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\" "
+    std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (docs/programs-and-limits.md \"Limits\" "
                  "gives the memory the limits allow)\n";
     return kExitInputError;
   } catch (const std::exception& e) {

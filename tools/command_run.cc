@@ -398,14 +398,14 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
         progress.clear();
         if (!worker) print_case_line(r, false);
       } else if (r.status == CaseStatus::Known && r.result.skipped.empty()) {
-        r.program = program;  // a skipped case's is not kept: its reproduce line makes it again (README "Limits")
+        r.program = program;  // a skipped case's is not kept: its reproduce line makes it again (docs/programs-and-limits.md "Limits")
       } else {
         r.program.reset();
       }
       // A failure counts in the areas of the program the report shows (shrunk: the smallest that still fails).
       r.areas = feature_areas(r.program ? *r.program : program);
       random.add(r);
-      keep_only_what_a_pass_shows(r);  // counted above; a pass keeps what its reports show (README "Limits")
+      keep_only_what_a_pass_shows(r);  // counted above; a pass keeps what its reports show (docs/programs-and-limits.md "Limits")
       report.cases.push_back(std::move(r));
       progress.show(++done, random);
     }

@@ -16,7 +16,7 @@ struct RunArgs {
   std::string engine = "impl";    // the implementation under test: impl, oracle (self-check) or a driver command
   std::string cases_dir;          // empty: the cases shipped with the source tree
   int64_t count = 10000;          // random programs after the named cases: at the default seed and size, they
-                                  // kill every mutant of the catalogue (README "What the default run finds")
+                                  // kill every mutant of the catalogue (docs/search-power.md "The default run")
   uint64_t seed = 1;
   int max_size = 30;
   bool free_running = false;

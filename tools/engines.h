@@ -26,7 +26,7 @@ bool oracle_available();
 inline constexpr const char* kNoOracle =
     "this needs the LibTorch oracle, and this lockstep is a replay-only build (configured without LibTorch: "
     "-DLOCKSTEP_WITH_TORCH=OFF, or libtorch-dev not installed). `lockstep replay` checks an implementation against "
-    "the fixtures recorded from LibTorch; build with libtorch-dev for live runs (README \"Replay-only install\")";
+    "the fixtures recorded from LibTorch; build with libtorch-dev for live runs (docs/install.md \"Replay-only install\")";
 // LibTorch's CPU kernels on one thread: results that do not depend on the machine's cores, and workers of
 // --jobs that do not compete for them. Call before the first engine is made.
 void pin_oracle_threads();

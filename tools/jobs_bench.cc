@@ -2,7 +2,7 @@
 // (seed 1, max size 30, the named cases first), in lockstep mode with impl and through lockstep-impl-driver. Wall
 // time of the whole command (start, workers, merging the reports, writing them): what a user waits for.
 //
-//   build/tools/jobs_bench                      # four rows; README "Scale" divides jobs:2 by jobs:1
+//   build/tools/jobs_bench                      # four rows; docs/benchmarks.md "All cores" divides jobs:2 by jobs:1
 //   build/tools/jobs_bench --benchmark_filter=Lockstep/10000/2
 #include <sys/wait.h>
 #include <unistd.h>

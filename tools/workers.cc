@@ -102,7 +102,7 @@ std::vector<std::string> own_arguments() {
   try {
     code = work(role.index, own);
   } catch (const std::bad_alloc&) {
-    std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (README \"Limits\")\n";
+    std::cerr << "lockstep: out of memory: this machine could not hold what the run needed (docs/programs-and-limits.md \"Limits\")\n";
   } catch (const std::exception& e) {
     std::cerr << "lockstep: " << e.what() << "\n";
   }

@@ -47,7 +47,7 @@ struct GenOptions {
   int max_actions = 48;
   int max_params = 6;
   int max_expr_depth = 4;
-  // Restrict the optimizer; unset: SGD, Adam, AdamW or (rarely) none.
+  // Restrict the optimizer; unset: any described optimizer (SGD, Adam, AdamW, RMSprop, Adagrad) or (rarely) none.
   std::optional<OptimizerKind> optimizer;
   // What programs may use (feature_scope.h); null: everything. The generator steers away from excluded
   // features at every choice; RandomPrograms also draws again (up to 1000 times) when a whole program is

@@ -1,4 +1,4 @@
-// What a program exercises, cell by cell: the coverage table of a run (README "Coverage of the default
+// What a program exercises, cell by cell: the coverage table of a run (docs/search-power.md "Coverage of the default
 // run"). Coverage measured, not hoped for: a bug hides in a situation no program reaches, so every run
 // counts, per cell, how many of its programs reached it, and the table's empty cells are the places where a
 // run proves nothing.

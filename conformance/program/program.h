@@ -206,7 +206,7 @@ struct Program {
 
 // Limits on what a program may ask for; bigger is rejected before it runs, not attempted. Chosen so that any
 // program within them runs in bounded memory and time (issue 14); the memory each bounds was measured through
-// `lockstep run` and the impl driver (README "Limits", tools/check_limits.py).
+// `lockstep run` and the impl driver (docs/programs-and-limits.md "Limits", tools/check_limits.py).
 struct ProgramLimits {
   int64_t max_elements_per_tensor = 1 << 20;  // 8 MiB of doubles per tensor
   int max_rank = 2;

@@ -12,7 +12,7 @@
 //                    and the tensors a run can allocate.
 //
 // Both are upper bounds: an engine observes no more than this. The limits, and the memory each was measured to
-// take, are in ProgramLimits (program.h) and README "Limits".
+// take, are in ProgramLimits (program.h) and docs/programs-and-limits.md "Limits".
 //
 // Example:
 //   ProgramCost c = program_cost(program);       // of a validated program

@@ -111,7 +111,7 @@ struct CoverageReport {
 };
 
 // The coverage tables (coverage_cells.h) filled from `cells`: Markdown, one table each, "-" where a cell does
-// not apply and **0** where nothing reached it; for the reports and the README.
+// not apply and **0** where nothing reached it; for the reports and docs/search-power.md.
 std::string coverage_cells_markdown(const std::map<std::string, int64_t>& cells);
 // The cells of coverage_tables() that apply and no program reached, as "table|row|column".
 std::vector<std::string> empty_coverage_cells(const std::map<std::string, int64_t>& cells);

@@ -23,7 +23,7 @@ namespace lockstep {
 
 // A report is the record of a whole run (every case, free-running growth rows included: about 2 KB a case in-process,
 // more through a driver), so its bounds are wider than an input's: 1 GiB and 2^26 JSON values (a shard of a few
-// hundred thousand programs; README "Limits"). Parsing one takes about ten times its size in memory.
+// hundred thousand programs; docs/programs-and-limits.md "Limits"). Parsing one takes about ten times its size in memory.
 inline constexpr size_t kMaxReportFileBytes = size_t{1} << 30;
 inline constexpr int64_t kMaxReportValues = int64_t{1} << 26;
 

@@ -545,7 +545,7 @@ void ExternalDriver::count_fault(const std::string& category, const std::string&
   startup_failed_ = true;
   startup_failure_ = fmt::format(
       "the driver '{}' gave up: {} programs in a row ended in the same fault ({}), so the run stops here instead of "
-      "failing every program (README \"Limits\"); the last one: {}",
+      "failing every program (docs/programs-and-limits.md \"Limits\"); the last one: {}",
       command_, faults_in_a_row_, category, failure);
 }
 
@@ -702,7 +702,7 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
       out.kind = DriverOutcome::Kind::Unsupported;
       out.feature = string_from_json(*unsupported, "/unsupported");
       if (out.feature.empty()) return garbage("/unsupported", "the feature name is empty");
-      // Kept in every report of the case: bounded (README "Limits").
+      // Kept in every report of the case: bounded (docs/programs-and-limits.md "Limits").
       out.feature = truncate_for_message(out.feature, kMaxUnsupportedBytes);
       return out;
     }

@@ -83,7 +83,7 @@ struct DriverOptions {
                                                  // ends the run (startup_failed()); 0: never
 };
 
-// An "unsupported" answer's feature name is cut to this many bytes (README "Limits"), a hello answer may be this
+// An "unsupported" answer's feature name is cut to this many bytes (docs/programs-and-limits.md "Limits"), a hello answer may be this
 // long at most.
 inline constexpr size_t kMaxUnsupportedBytes = 256;
 inline constexpr size_t kMaxHelloBytes = 65536;

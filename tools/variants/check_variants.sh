@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The legitimate variants of impl (tools/variants/variants.h) must pass in every mode: lockstep, free-running
 # (error budget) and through impl's protocol driver. A bounded CI guard; the 100,000-program measurements are in
-# README ("Known discrepancies and findings"). Usage: check_variants.sh LOCKSTEP IMPL_DRIVER WORKDIR [COUNT]
+# docs/findings.md ("Soundness, variants and LibTorch's own behaviour"). Usage: check_variants.sh LOCKSTEP IMPL_DRIVER WORKDIR [COUNT]
 set -uo pipefail
 lockstep=$1 driver=$2 work=$3 count=${4:-2000}
 mkdir -p "$work/no-cases"

@@ -19,7 +19,7 @@
 //                      deterministic hash of (action, field, element): a different rounding anywhere. A
 //                      stress variant beyond correct rounding (1.5 ULP from exact where a correctly rounding
 //                      engine is 0.5): it fails the tutorials' exact claims by design, and a few programs in
-//                      100,000 without re-synchronisation (README "Known discrepancies and findings")
+//                      100,000 without re-synchronisation (docs/findings.md "Soundness, variants and LibTorch's own behaviour")
 //   double-accumulate  forward and backward of float32 programs computed in float64 (a shadow impl engine
 //                      on float64 copies of the parameters) and rounded once to float32
 // A variant engine's name() is "impl~NAME".
