@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch's Python API as a lockstep driver (fixtures/PROTOCOL.md).
+"""PyTorch's Python API as a lockstep driver (fixtures/PROTOCOL.md), on the Python driver kit (tools/driverkit/python).
 
 Reads one request per line on stdin, {"id": ID, "program": PROGRAM} (conformance/program/program_json.h), runs the
 program with torch's Python API (torch.optim.SGD / Adam / AdamW / RMSprop / Adagrad, autograd, Tensor.grad) and
@@ -18,7 +18,8 @@ the hello). --device cpu (default) or cuda: parameters, constants and gradients 
 
 Run it with Debian's python3 (python3-torch 1.13): `/usr/bin/python3`, not a pyenv python without torch.
 
-Where the Python API has no action of its own the driver decides as the C++ oracle does:
+Where the Python API has no action of its own the driver decides as the C++ oracle does (the kit's decisions,
+lockstep_driverkit.py):
  - zero_grad(set_to_none=True/False): optimizer.zero_grad(set_to_none=...) (native in Python, SEM-4.2);
    zero_grad() with no set_to_none: optimizer.zero_grad(), the installed version's default (1.x: zero in
    place, >= 2.0: none; SEM-12.1), declared in the hello as "pytorch_version".
@@ -39,10 +40,12 @@ on after the state exists raises KeyError before counting the step or updating s
 """
 import argparse
 import inspect
-import json
-import math
+import os
 import sys
 import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "driverkit", "python"))
+import lockstep_driverkit as kit  # noqa: E402
 
 try:
     import torch
@@ -54,15 +57,8 @@ except ImportError as e:  # pragma: no cover
 
 warnings.simplefilter("ignore")  # duplicate-parameter and create_graph warnings would flood stderr
 
-
-class EngineError(Exception):
-    def __init__(self, kind, message):
-        super().__init__(message)
-        self.kind = kind
-
-
 # Error kinds from messages (the same rules as oracle/torch_engine.cc, classify_message).
-_RULES = [
+RULES = [
     ("Trying to backward through the graph a second time", "backward_through_freed_graph"),
     ("does not require grad and does not have a grad_fn", "no_grad_fn"),
     ("grad can be implicitly created only for scalar outputs", "nonscalar_backward"),
@@ -81,415 +77,119 @@ _RULES = [
     ("Mismatch in shape", "gradient_shape"),
     ("modified by an inplace operation", "inplace_modified"),
 ]
-
-
-def classify(message):
-    for needle, kind in _RULES:
-        if needle in message:
-            return kind
-    return "other"
-
-
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64"}
-
-
-def number_in(v):
-    if isinstance(v, str):
-        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[v]
-    return float(v)
-
-
-def number_out(v):
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return v
-
-
-MODE = "single"    # --mode: single, foreach or fused
-DEVICE = "cpu"     # --device: cpu or cuda
-FUSED = {}         # optimizer kind -> whether the installed torch.optim class has `fused` (mode fused)
-
-
-def make_tensor(values, dtype, shape):
-    t = torch.tensor([number_in(v) for v in values], dtype=torch.float64).reshape(shape)
-    return t.to(DTYPES[dtype]).to(DEVICE)  # one rounding to float32, like the oracle
-
-
-def tensor_out(t):
-    with torch.no_grad():
-        d = t.detach().to(torch.float64).reshape(-1).tolist()
-    return [number_out(x) for x in d]
-
-
-def full_tensor(t):
-    return {"dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape), "values": tensor_out(t)}
-
-
-def fits(t, p):
-    return t.dtype == p.dtype and tuple(t.shape) == tuple(p.shape)
-
-
-SGD_FIELDS = ["lr", "momentum", "dampening", "weight_decay", "nesterov"]
-ADAM_FIELDS = ["lr", "betas", "eps", "weight_decay", "amsgrad"]
-RMSPROP_FIELDS = ["lr", "alpha", "eps", "weight_decay", "momentum", "centered"]
-ADAGRAD_FIELDS = ["lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"]
-# The options of each optimizer kind (conformance/program/optimizer_*.cc); any other option is foreign to it.
-FIELDS = {"sgd": SGD_FIELDS, "adam": ADAM_FIELDS, "adamw": ADAM_FIELDS, "rmsprop": RMSPROP_FIELDS,
-          "adagrad": ADAGRAD_FIELDS}
-FLAGS = ("nesterov", "amsgrad", "centered")  # boolean options
 CLASSES = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
            "rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad}
-STATE_TENSORS = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum")
 
 
-def options_in(o):
-    out = {}
-    for k, v in o.items():
-        if k == "betas":
-            out[k] = (number_in(v[0]), number_in(v[1]))
-        elif k in FLAGS:
-            out[k] = bool(v)
-        else:
-            out[k] = number_in(v)
-    return out
+class Torch(kit.Framework):
+    name = "pytorch-python"
+    version = pytorch_version = torch.__version__
+    engine = "pytorch-python-" + torch.__version__
+    api_profile = "pytorch-python"
 
+    def __init__(self, mode, device, fused):
+        self.mode, self.device, self.fused = mode, device, fused  # fused: kind -> has a fused path here
+        if (mode, device) != ("single", "cpu"):
+            self.name = "pytorch-python[%s,%s]" % (mode, device)
+        self.api_profile = {"foreach": "pytorch-python-foreach", "fused": "pytorch-python-fused"}.get(
+            mode, "pytorch-python")
 
-def options_out(kind, group):
-    out = {}
-    for k in FIELDS[kind]:
-        v = group[k]
-        if k == "betas":
-            out[k] = [number_out(float(v[0])), number_out(float(v[1]))]
-        elif k in FLAGS:
-            out[k] = bool(v)
-        else:
-            out[k] = number_out(float(v))
-    return out
+    def supports(self):
+        if self.mode == "fused":  # only the optimizers with a fused path; everything else as always
+            return {"optimizers": {k: kit.FIELDS[k] for k, f in self.fused.items() if f}}
+        return None  # everything
 
+    # tensors: made in float64, then one rounding to float32, like the oracle
+    def parameter(self, values, dtype, shape): return self.constant(values, dtype, shape).requires_grad_(True)
+    def constant(self, values, dtype, shape):
+        return torch.tensor(values, dtype=torch.float64).reshape(shape).to(DTYPES[dtype]).to(self.device)
+    def to_list(self, t): return t.detach().to(torch.float64).reshape(-1).tolist()
+    def dtype(self, t): return {torch.float32: "float32", torch.float64: "float64"}[t.dtype]
+    def shape(self, t): return list(t.shape)
+    def requires_grad(self, t): return t.requires_grad
+    def has_grad_fn(self, t): return t.grad_fn is not None
+    def identity(self, t): return t._cdata
 
-def same_tensor(a, b):
-    return a is not None and b is not None and a._cdata == b._cdata
+    # ops
+    def op_add(self, a, b): return a + b
+    def op_sub(self, a, b): return a - b
+    def op_mul(self, a, b): return a * b
+    def op_div(self, a, b): return a / b
+    def op_neg(self, x): return -x
+    def op_mul_scalar(self, x, scalar): return x * scalar
+    def op_pow(self, x, exponent): return x.pow(exponent)
+    def op_sum(self, x): return x.sum()
+    def op_mean(self, x): return x.mean()
+    def op_linear(self, x, w, b=None): return F.linear(x, w, b)
+    def op_cross_entropy(self, x, targets): return F.cross_entropy(x, self.indices(targets))
+    def op_embedding(self, weight, indices): return F.embedding(self.indices(indices), weight)
+    def indices(self, ints): return torch.tensor(ints, dtype=torch.long, device=self.device)
 
+    # autograd
+    def backward(self, output, gradient, retain_graph, create_graph):
+        output.backward(gradient, retain_graph=retain_graph, create_graph=create_graph)
+    def grad(self, param): return param.grad
+    def set_grad_none(self, param): param.grad = None
+    def no_grad(self): return torch.no_grad()
 
-class PythonEngine:
-    def __init__(self):
-        self.params = {}          # name -> tensor
-        self.order = []           # names in program order
-        self.previous_grad = {}   # name -> grad seen at the previous observe (kept alive)
-        self.previous_param = {}  # name -> the parameter seen at the previous observe
-        self.handles = []         # [name, tensor or None]
-        self.optimizer = None
-        self.kind = None
-        self.output = None
-
-    # --- setup -------------------------------------------------------------------------------------------
-    def add_parameter(self, spec):
-        t = make_tensor(spec["values"], spec["dtype"], spec["shape"]).requires_grad_(True)
-        self.params[spec["name"]] = t
-        self.order.append(spec["name"])
-        self.previous_grad[spec["name"]] = None
-        self.previous_param[spec["name"]] = t      # param.same_as_previous: the tensor created, at init
-
-    def check_fields(self, kind, options, where):
-        foreign = [k for k in options if k not in FIELDS[kind]]
-        if foreign:
-            raise EngineError("invalid_option", "%s: %s is not an option of %s" % (where, ", ".join(foreign), kind))
-
-    def make_group(self, spec, where):
-        group = {"params": [self.params[n] for n in spec["params"]]}
-        if "options" in spec:
-            opts = options_in(spec["options"])
-            self.check_fields(self.kind, opts, where)
-            if self.kind == "sgd" and "lr" not in opts:
-                raise EngineError("invalid_option", where + ": SGD options need lr (no default)")
-            group.update(opts)
-        return group
-
-    def make_optimizer(self, spec):
-        if spec["type"] not in CLASSES:  # never another optimizer in its place
-            raise EngineError("other", "pytorch_driver: unknown optimizer type '%s'" % spec["type"])
-        self.kind = spec["type"]
-        defaults = options_in(spec.get("defaults", {}))
-        if "params" in spec:
-            groups = [{"params": [self.params[n] for n in spec["params"]]}]
-        else:
-            groups = [self.make_group(g, "group %d" % i) for i, g in enumerate(spec["groups"])]
-        self.check_fields(self.kind, defaults, "defaults")
-        if MODE == "fused":
-            if not FUSED.get(self.kind):
-                raise EngineError("other", "%s has no fused implementation in torch %s" % (self.kind, torch.__version__))
+    # optimizer
+    def make_optimizer(self, kind, groups, defaults):
+        if self.mode == "fused":
+            if not self.fused.get(kind):
+                raise kit.EngineError("other", "%s has no fused implementation in torch %s" % (kind, torch.__version__))
             common = {"fused": True, "maximize": False}
         else:
-            common = {"foreach": MODE == "foreach", "maximize": False}
-        if self.kind == "sgd" and "lr" not in defaults:
-            raise EngineError("invalid_option", "defaults: SGD options need lr (no default)")
-        self.optimizer = CLASSES[self.kind](groups, **defaults, **common)
-
-    # --- actions -----------------------------------------------------------------------------------------
-    def eval_expr(self, e):
-        op = e["op"]
-        if op == "param":
-            return self.params[e["name"]]
-        if op == "const":
-            return make_tensor(e["values"], e.get("dtype", "float32"), e["shape"])
-        raw = e["args"]
-        args = [None if a.get("op") == "const" and "dtype" not in a else self.eval_expr(a) for a in raw]
-        typed = [a for a in args if a is not None]
-        for i, a in enumerate(raw):  # an untyped constant takes a sibling's dtype (program_json.h)
-            if args[i] is None:
-                dtype = DTYPE_NAMES[typed[0].dtype] if typed else "float32"
-                args[i] = make_tensor(a["values"], dtype, a["shape"])
-        x = args[0] if args else None
-        if op == "add": return args[0] + args[1]
-        if op == "sub": return args[0] - args[1]
-        if op == "mul": return args[0] * args[1]
-        if op == "div": return args[0] / args[1]
-        if op == "neg": return -x
-        if op == "mul_scalar": return x * number_in(e["scalar"])
-        if op == "square": return torch.square(x)
-        if op == "pow": return x.pow(number_in(e["exponent"]))
-        if op == "exp": return torch.exp(x)
-        if op == "log": return torch.log(x)
-        if op == "tanh": return torch.tanh(x)
-        if op == "sigmoid": return torch.sigmoid(x)
-        if op == "relu": return torch.relu(x)
-        if op == "abs": return torch.abs(x)
-        if op == "matmul": return torch.matmul(args[0], args[1])
-        if op == "sum": return x.sum()
-        if op == "mean": return x.mean()
-        if op == "mse_loss": return F.mse_loss(args[0], args[1])
-        if op == "cross_entropy":
-            return F.cross_entropy(x, torch.tensor(e["targets"], dtype=torch.long, device=DEVICE))
-        if op == "linear":
-            return F.linear(args[0], args[1], args[2] if len(args) > 2 else None)
-        if op == "embedding":
-            return F.embedding(torch.tensor(e["indices"], dtype=torch.long, device=DEVICE), x)
-        raise EngineError("other", "unknown op '%s'" % op)
-
-    def forward(self, loss, no_grad):
-        if loss is None:
-            raise EngineError("other", "forward without a loss expression")
-        if no_grad:
-            with torch.no_grad():
-                out = self.eval_expr(loss)
+            common = {"foreach": self.mode == "foreach", "maximize": False}
+        return CLASSES[kind](groups, **defaults, **common)
+    def add_param_group(self, optimizer, group): optimizer.add_param_group(group)
+    def zero_grad(self, optimizer, set_to_none):
+        if set_to_none is None:
+            optimizer.zero_grad()  # the framework's default (SEM-12.1)
         else:
-            out = self.eval_expr(loss)
-        self.output = out
+            optimizer.zero_grad(set_to_none=set_to_none)
+    def step(self, optimizer): optimizer.step()
+    def state(self, optimizer, param): return optimizer.state[param] if param in optimizer.state else None
 
-    def backward(self, action):
-        if self.output is None:
-            raise EngineError("no_output", "backward before any forward")
-        create_graph = bool(action.get("create_graph", False))
-        retain_graph = action.get("retain_graph", create_graph)
-        gradient = None
-        if "gradient" in action:
-            g = action["gradient"]
-            if len(g) != self.output.numel():
-                raise EngineError("gradient_shape", "explicit gradient has %d values but the output has %d elements"
-                                  % (len(g), self.output.numel()))
-            gradient = make_tensor(g, DTYPE_NAMES[self.output.dtype], list(self.output.shape))
-        self.output.backward(gradient, retain_graph=retain_graph, create_graph=create_graph)
-
-    def require_optimizer(self, what):
-        if self.optimizer is None:
-            raise EngineError("no_optimizer", what + " without an optimizer")
-
-    def run(self, action, program_loss):
-        a = action["action"]
-        if a == "forward":
-            self.forward(action.get("loss", program_loss), bool(action.get("no_grad", False)))
-        elif a == "backward":
-            self.backward(action)
-        elif a == "zero_grad":
-            self.require_optimizer("zero_grad")
-            if "set_to_none" in action:
-                self.optimizer.zero_grad(set_to_none=bool(action["set_to_none"]))
-            else:
-                self.optimizer.zero_grad()  # the framework's default (SEM-12.1)
-        elif a == "set_grad_none":
-            self.params[action["param"]].grad = None
-        elif a == "hold_grad":
-            grad = self.params[action["param"]].grad
-            for h in self.handles:
-                if h[0] == action["handle"]:
-                    h[1] = grad
-                    return
-            self.handles.append([action["handle"], grad])
-        elif a == "step":
-            self.require_optimizer("step")
-            self.optimizer.step()
-        elif a == "set_options":
-            self.require_optimizer("set_options")
-            groups = self.optimizer.param_groups
-            i = action.get("group", 0)
-            if i < 0 or i >= len(groups):
-                raise EngineError("no_such_group", "no param group %d (there are %d)" % (i, len(groups)))
-            changes = options_in(action.get("options", {}))
-            self.check_fields(self.kind, changes, "set_options")
-            groups[i].update(changes)
-        elif a == "add_param_group":
-            self.require_optimizer("add_param_group")
-            self.optimizer.add_param_group(self.make_group(action, "new group"))
-        else:
-            raise EngineError("other", "unknown action '%s'" % a)
-
-    # --- observation (SEMANTICS §8) ------------------------------------------------------------------------
-    def observe(self):
-        by_id = {p._cdata: n for n, p in self.params.items()}
-        params = {}
-        for name in self.order:
-            p = self.params[name]
-            obs = full_tensor(p)
-            # Optional field (PROTOCOL.md 4a): the optimizer updates the parameter in place (SEM-1.6).
-            obs["same_as_previous"] = same_tensor(p, self.previous_param[name])
-            self.previous_param[name] = p
-            grad = p.grad
-            if grad is None:
-                g = {"defined": False}
-            else:
-                g = {"defined": True}
-                if not fits(grad, p):
-                    g["dtype"] = DTYPE_NAMES[grad.dtype]
-                    g["shape"] = list(grad.shape)
-                g["values"] = tensor_out(grad)
-                g["requires_grad"] = bool(grad.requires_grad)
-                g["has_grad_fn"] = grad.grad_fn is not None
-                g["same_as_previous"] = same_tensor(grad, self.previous_grad[name])
-            self.previous_grad[name] = grad
-            obs["grad"] = g
-            obs["state"] = self.observe_state(p)
-            params[name] = obs
-        handles = {}
-        for name, t in self.handles:
-            handles[name] = {"defined": False} if t is None else dict({"defined": True}, **full_tensor(t))
-        groups = []
-        if self.optimizer is not None:
-            for group in self.optimizer.param_groups:
-                groups.append({"params": [by_id.get(t._cdata, "?") for t in group["params"]],
-                               "options": options_out(self.kind, group)})
-        state = {"params": params, "handles": handles, "groups": groups}
-        if self.output is not None:
-            o = full_tensor(self.output)
-            o["requires_grad"] = bool(self.output.requires_grad)
-            o["has_grad_fn"] = self.output.grad_fn is not None
-            state["output"] = o
-        return state
-
-    def observe_state(self, p):
-        if self.optimizer is None or p not in self.optimizer.state:
-            return {}
-        s = self.optimizer.state[p]
-        out = {}
-        if "step" in s:
-            step = s["step"]
-            out["step"] = int(step.item() if torch.is_tensor(step) else step)
-        for key in STATE_TENSORS:
-            t = s.get(key)
-            if t is None:
-                continue
-            out[key] = tensor_out(t) if fits(t, p) else full_tensor(t)
-        exists = len(s) > 0
-        if exists != (len(out) > 0):
-            out["exists"] = exists
-        return out
+    def classify(self, message):
+        return next((kind for needle, kind in RULES if needle in message), "other")
 
 
-def guarded(body):
-    try:
-        body()
-        return None
-    except EngineError as e:
-        return {"kind": e.kind, "message": str(e)}
-    except Exception as e:  # noqa: BLE001 -- every framework error is observed, not fatal
-        message = str(e).split("\nException raised from")[0]
-        return {"kind": classify(message), "message": message}
+for _op in ("square", "exp", "log", "tanh", "sigmoid", "relu", "abs", "matmul"):
+    setattr(Torch, "op_" + _op, staticmethod(getattr(torch, _op)))
+Torch.op_mse_loss = staticmethod(F.mse_loss)
 
 
-def run_program(program):
-    engine = PythonEngine()
-    trace = {"engine": "pytorch-python-" + torch.__version__}
-
-    def setup():
-        for p in program["params"]:
-            engine.add_parameter(p)
-        if "optimizer" in program:
-            engine.make_optimizer(program["optimizer"])
-
-    init = {"action": "init"}
-    error = guarded(setup)
-    if error:
-        init["error"] = error
-    init.update(engine.observe())
-    trace["init"] = init
-    records = []
-    for action in program["actions"]:
-        rec = {"action": action["action"]}
-        error = guarded(lambda: engine.run(action, program.get("loss")))
-        if error:
-            rec["error"] = error
-        rec.update(engine.observe())
-        records.append(rec)
-    trace["records"] = records
-    return trace
-
-
-def hello():
-    h = {"name": "pytorch-python" + ("" if (MODE, DEVICE) == ("single", "cpu") else "[%s,%s]" % (MODE, DEVICE)),
-         "version": torch.__version__, "protocol": 1, "language": "python",
-         "api_profile": {"foreach": "pytorch-python-foreach", "fused": "pytorch-python-fused"}.get(MODE, "pytorch-python"),
-         "pytorch_version": torch.__version__,
-         "observes": ["param.same_as_previous"]}  # optional trace fields it reports (PROTOCOL.md 4a)
-    if MODE == "fused":  # only the optimizers with a fused path; everything else as always
-        h["supports"] = {"optimizers": {k: FIELDS[k] for k, f in FUSED.items() if f}}
-    return h
+def fused_paths(device):
+    """Which optimizers have a fused path here: in the signature, and (torch 1.13's fused Adam runs on CUDA only)
+    a probe step that works."""
+    fused = {}
+    for kind, cls in CLASSES.items():
+        fused[kind] = "fused" in inspect.signature(cls.__init__).parameters
+        if fused[kind]:
+            try:
+                p = torch.zeros(1, device=device, requires_grad=True)
+                p.grad = torch.ones(1, device=device)
+                cls([p], lr=0.1, fused=True).step()
+            except Exception:  # noqa: BLE001 - any refusal means: not available here
+                fused[kind] = False
+    return fused
 
 
 def main():
-    global MODE, DEVICE
     parser = argparse.ArgumentParser(description="PyTorch's Python API as a lockstep driver")
     parser.add_argument("--mode", choices=["single", "foreach", "fused"], default="single")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
-    MODE, DEVICE = args.mode, args.device
-    if DEVICE == "cuda" and not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         sys.stderr.write("pytorch_driver: --device cuda: no CUDA device here (torch %s)\n" % torch.__version__)
         sys.exit(3)
-    if MODE == "fused":
-        for kind, cls in CLASSES.items():
-            FUSED[kind] = "fused" in inspect.signature(cls.__init__).parameters
-        # torch 1.13's fused Adam runs on CUDA only; probe it rather than trust the signature.
-        for kind, cls in CLASSES.items():
-            if not FUSED[kind]:
-                continue
-            try:
-                p = torch.zeros(1, device=DEVICE, requires_grad=True)
-                p.grad = torch.ones(1, device=DEVICE)
-                opt = cls([p], lr=0.1, fused=True)
-                opt.step()
-            except Exception:  # noqa: BLE001 - any refusal means: not available here
-                FUSED[kind] = False
-        if not any(FUSED.values()):
-            sys.stderr.write("pytorch_driver: --mode fused: no optimizer of torch %s has a fused path on %s\n"
-                             % (torch.__version__, DEVICE))
-            sys.exit(3)
-    out = sys.stdout
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
-        request = json.loads(line)
-        if "hello" in request:  # the start-up handshake (fixtures/PROTOCOL.md 2a), after `import torch`
-            answer = {"id": request.get("id", "lockstep-hello"), "hello": hello()}
-            out.write(json.dumps(answer) + "\n")
-            out.flush()
-            continue
-        answer = {"id": request["id"]}
-        answer["trace"] = run_program(request["program"])
-        out.write(json.dumps(answer, allow_nan=False) + "\n")
-        out.flush()
+    fused = fused_paths(args.device) if args.mode == "fused" else {}
+    if args.mode == "fused" and not any(fused.values()):
+        sys.stderr.write("pytorch_driver: --mode fused: no optimizer of torch %s has a fused path on %s\n"
+                         % (torch.__version__, args.device))
+        sys.exit(3)
+    kit.serve(Torch(args.mode, args.device, fused))
 
 
 if __name__ == "__main__":

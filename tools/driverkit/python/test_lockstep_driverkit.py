@@ -1,0 +1,233 @@
+"""Unit tests of the Python driver kit: number encoding, the hello, what is refused, and the records it builds.
+
+    python3 -m unittest discover -s tools/driverkit/python -p 'test_*.py'
+
+LOCKSTEP_DRIVERKIT_DIR=DIR tests the kit in DIR instead (check_kit.sh plants a bug in a copy and expects a failure).
+The framework under test is the tiny autograd of examples/tiny_autograd_driver.py.
+"""
+import importlib.util
+import io
+import json
+import math
+import os
+import sys
+import unittest
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.environ.get("LOCKSTEP_DRIVERKIT_DIR", here))
+import lockstep_driverkit as kit  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("tiny", os.path.join(here, "examples", "tiny_autograd_driver.py"))
+tiny = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tiny)
+tiny.kit = kit  # the example drives the kit under test
+
+
+def param(name, values, shape=None, dtype="float64"):
+    return {"name": name, "dtype": dtype, "shape": [len(values)] if shape is None else shape, "values": values}
+
+
+def bare(name):
+    return {"op": "param", "name": name}
+
+
+def trace(program, fw=None):
+    answer = kit.run_program(fw or tiny.Tiny(), program)
+    assert "trace" in answer, answer
+    return answer["trace"]
+
+
+class Numbers(unittest.TestCase):
+    def test_in(self):
+        self.assertTrue(math.isnan(kit.number_in("NaN")))
+        self.assertEqual(kit.number_in("Infinity"), math.inf)
+        self.assertEqual(kit.number_in("-Infinity"), -math.inf)
+        self.assertEqual(math.copysign(1, kit.number_in(-0.0)), -1)
+        self.assertEqual(kit.number_in(3), 3.0)
+
+    def test_out(self):
+        text = json.dumps([kit.number_out(x) for x in (math.nan, math.inf, -math.inf, -0.0, 0.1, 1e-320)],
+                          allow_nan=False)
+        self.assertEqual(text, '["NaN", "Infinity", "-Infinity", -0.0, 0.1, 1e-320]')
+
+    def test_round_trip_in_a_trace(self):
+        t = trace({"params": [param("w", ["NaN", "Infinity", "-Infinity", -0.0, 0.30000000000000004])],
+                   "actions": []})
+        text = json.dumps(t, allow_nan=False)
+        self.assertIn('"values": ["NaN", "Infinity", "-Infinity", -0.0, 0.30000000000000004]', text)
+
+    def test_options(self):
+        o = kit.options_in({"betas": ["NaN", 0.5], "nesterov": 1, "lr": "Infinity", "comment": "ignored"})
+        self.assertEqual(sorted(o), ["betas", "lr", "nesterov"])
+        self.assertTrue(math.isnan(o["betas"][0]) and o["betas"][1] == 0.5 and o["nesterov"] is True)
+        self.assertEqual(o["lr"], math.inf)
+        out = kit.options_out("adam", {"lr": math.inf, "betas": (0.9, math.nan), "eps": 1e-8, "weight_decay": 0,
+                                       "amsgrad": 0})
+        self.assertEqual(out, {"lr": "Infinity", "betas": [0.9, "NaN"], "eps": 1e-8, "weight_decay": 0.0,
+                               "amsgrad": False})
+
+
+class Hello(unittest.TestCase):
+    def test_protocol_is_negotiated(self):
+        fw = tiny.Tiny()
+        self.assertEqual(kit.hello(fw, 1)["protocol"], 1)
+        self.assertEqual(kit.hello(fw, 2)["protocol"], 2)
+        self.assertEqual(kit.hello(fw, 7)["protocol"], 2)
+
+    def test_supports_computed_from_the_class(self):
+        s = kit.hello(tiny.Tiny())["supports"]
+        self.assertEqual(s["dtypes"], ["float64"])
+        self.assertEqual(s["ops"], ["add", "sub", "mul", "square", "sum"])
+        self.assertEqual(s["optimizers"], {"sgd": ["lr", "momentum"]})
+        for f in ("retain_graph", "explicit_gradient", "no_grad", "zero_grad", "set_to_none", "hold_grad"):
+            self.assertIn(f, s["features"])
+        for f in ("create_graph", "add_param_group"):  # lacked; no add_param_group method
+            self.assertNotIn(f, s["features"])
+
+    def test_a_framework_without_optimizer(self):
+        class Bare(kit.Framework):
+            name = "bare"
+            def op_add(self, a, b): return a
+        s = kit.hello(Bare())["supports"]
+        self.assertEqual((s["ops"], s["optimizers"]), (["add"], {}))
+        self.assertNotIn("zero_grad", s["features"])
+        self.assertNotIn("no_grad", s["features"])
+
+    def test_serve_answers_each_line_once(self):
+        out = io.StringIO()
+        lines = ['{"id": "lockstep-hello", "hello": {"protocol": 2}}', "",
+                 '{"id": "x", "nothing": 1}',
+                 json.dumps({"id": "p", "program": {"params": [param("w", [1])], "actions": []}})]
+        kit.serve(tiny.Tiny(), io.StringIO("\n".join(lines) + "\n"), out)
+        answers = [json.loads(x) for x in out.getvalue().splitlines()]
+        self.assertEqual([a["id"] for a in answers], ["lockstep-hello", "x", "p"])
+        self.assertEqual(answers[0]["hello"]["name"], "tiny-autograd")
+        self.assertIn("unsupported", answers[1])
+        self.assertIn("trace", answers[2])
+
+
+class Refusals(unittest.TestCase):
+    def test_missing_op(self):
+        p = {"params": [param("w", [1])], "loss": {"op": "sum", "args": [{"op": "exp", "args": [bare("w")]}]},
+             "actions": [{"action": "forward"}]}
+        self.assertEqual(kit.run_program(tiny.Tiny(), p), {"unsupported": "op:exp"})
+
+    def test_options_only_at_their_default(self):
+        def prog(defaults):
+            return {"params": [param("w", [1])], "optimizer": {"type": "sgd", "defaults": defaults, "params": ["w"]},
+                    "actions": []}
+        self.assertEqual(kit.run_program(tiny.Tiny(), prog({"lr": 0.1, "nesterov": True})),
+                         {"unsupported": "sgd.nesterov"})
+        self.assertIn("trace", kit.run_program(tiny.Tiny(), prog({"lr": 0.1, "nesterov": False, "dampening": 0})))
+        self.assertEqual(kit.run_program(tiny.Tiny(), dict(prog({}), optimizer={"type": "adam", "params": ["w"]})),
+                         {"unsupported": "adam"})
+
+    def test_dtype_and_features(self):
+        self.assertEqual(kit.run_program(tiny.Tiny(), {"params": [param("w", [1], dtype="float32")], "actions": []}),
+                         {"unsupported": "float32"})
+        p = {"params": [param("w", [1])], "actions": [{"action": "forward", "loss": bare("w")},
+                                                      {"action": "backward", "create_graph": True}]}
+        self.assertEqual(kit.run_program(tiny.Tiny(), p), {"unsupported": "create_graph"})
+
+
+class Records(unittest.TestCase):
+    def gradient_fed(self, actions, optimizer=None):
+        p = {"params": [param("w", [1.0, 2.0]), param("v", [3.0], shape=[1])], "actions": actions}
+        if optimizer:
+            p["optimizer"] = optimizer
+        return trace(p)
+
+    def test_grad_identity_and_accumulation(self):
+        fwd = {"action": "forward", "loss": bare("w")}
+        back = {"action": "backward", "gradient": [0.5, -1]}
+        t = self.gradient_fed([fwd, back, back, {"action": "zero_grad"}, back,
+                               {"action": "zero_grad", "set_to_none": True}, back],
+                              {"type": "sgd", "defaults": {"lr": 0.1}, "params": ["w", "v"]})
+        self.assertEqual(t["engine"], "tiny-autograd-0.1")
+        self.assertEqual(t["init"]["action"], "init")
+        self.assertEqual(t["init"]["params"]["w"]["grad"], {"defined": False})
+        self.assertEqual(len(t["records"]), 7)
+        grads = [r["params"]["w"]["grad"] for r in t["records"]]
+        self.assertEqual(grads[1], {"defined": True, "values": [0.5, -1.0], "requires_grad": False,
+                                    "has_grad_fn": False, "same_as_previous": False})   # SEM-3.1: a new tensor
+        self.assertEqual((grads[2]["values"], grads[2]["same_as_previous"]), ([1.0, -2.0], True))  # SEM-3.2
+        self.assertEqual((grads[3]["values"], grads[3]["same_as_previous"]), ([0.0, 0.0], True))   # SEM-4.1
+        self.assertEqual((grads[4]["values"], grads[4]["same_as_previous"]), ([0.5, -1.0], True))
+        self.assertEqual(grads[5], {"defined": False})                                              # SEM-4.2
+        self.assertEqual(grads[6]["same_as_previous"], False)
+        self.assertTrue(all(r["params"]["w"]["same_as_previous"] for r in [t["init"]] + t["records"]))
+        self.assertEqual(t["records"][0]["output"], {"dtype": "float64", "shape": [2], "values": [1.0, 2.0],
+                                                     "requires_grad": True, "has_grad_fn": False})
+        self.assertEqual(t["init"]["groups"], [{"params": ["w", "v"], "options": {
+            "lr": 0.1, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False}}])
+        self.assertEqual(t["records"][2]["params"]["v"]["state"], {})
+
+    def test_handles_alias_the_grad(self):
+        fwd = {"action": "forward", "loss": bare("w")}
+        back = {"action": "backward", "gradient": [1, 1]}
+        t = self.gradient_fed([{"action": "hold_grad", "param": "w", "handle": "g0"}, fwd, back,
+                               {"action": "hold_grad", "param": "w", "handle": "g1"}, back])
+        self.assertEqual(t["records"][0]["handles"], {"g0": {"defined": False}})
+        self.assertEqual(t["records"][4]["handles"]["g1"],
+                         {"defined": True, "dtype": "float64", "shape": [2], "values": [2.0, 2.0]})
+        self.assertEqual(list(t["records"][4]["handles"]), ["g0", "g1"])
+
+    def test_step_state_and_groups(self):
+        fwd = {"action": "forward", "loss": bare("w")}
+        t = self.gradient_fed([fwd, {"action": "backward", "gradient": [1, 2]}, {"action": "step"},
+                               {"action": "set_options", "group": 1, "options": {"lr": 0.5}}],
+                              {"type": "sgd", "defaults": {"lr": 0.1, "momentum": 0.9},
+                               "groups": [{"params": ["w"]}, {"params": ["v"], "options": {"lr": 1.0}}]})
+        step = t["records"][2]
+        self.assertEqual(step["params"]["w"]["values"], [0.9, 1.8])
+        self.assertEqual(step["params"]["w"]["state"], {"momentum_buffer": [1.0, 2.0]})
+        self.assertEqual(step["params"]["v"]["state"], {})  # no grad: skipped (SEM-4.3)
+        # A group without options copies the defaults; one with options takes the option type's (SEM-7.1).
+        self.assertEqual(step["groups"][0]["options"]["momentum"], 0.9)
+        self.assertEqual(step["groups"][1]["options"], {"lr": 1.0, "momentum": 0.0, "dampening": 0.0,
+                                                        "weight_decay": 0.0, "nesterov": False})
+        self.assertEqual(t["records"][3]["groups"][1]["options"]["lr"], 0.5)
+
+    def test_error_kinds(self):
+        t = self.gradient_fed([{"action": "backward"},                                      # no output yet
+                               {"action": "step"},                                          # no optimizer
+                               {"action": "forward", "loss": bare("w")},
+                               {"action": "forward", "loss": {"op": "sum", "args": [{"op": "frob"}]}},
+                               {"action": "backward", "gradient": [1]},                     # wrong size
+                               {"action": "backward"}])                                     # not a scalar
+        kinds = [r.get("error", {}).get("kind") for r in t["records"]]
+        self.assertEqual(kinds, ["no_output", "no_optimizer", None, "other", "gradient_shape", "nonscalar_backward"])
+        self.assertEqual(t["records"][5]["output"]["values"], [1.0, 2.0])  # a failed forward keeps the output
+
+    def test_setup_errors_leave_no_optimizer(self):
+        for opt, kind in [({"type": "sgd", "defaults": {"lr": 0.1, "betas": [0.9, 0.9]}, "params": ["w"]},
+                           "invalid_option"),
+                          ({"type": "sgd", "defaults": {}, "params": ["w"]}, "invalid_option"),
+                          ({"type": "sgd", "defaults": {"lr": -1}, "params": ["w"]}, "invalid_option"),
+                          ({"type": "lion", "params": ["w"]}, "other")]:
+            t = self.gradient_fed([{"action": "zero_grad"}, {"action": "set_options", "options": {"lr": 1}}], opt)
+            self.assertEqual(t["init"]["error"]["kind"], kind, opt)
+            self.assertEqual(t["init"]["groups"], [])
+            self.assertEqual([r["error"]["kind"] for r in t["records"]], ["no_optimizer", "no_optimizer"])
+
+    def test_set_options_errors(self):
+        opt = {"type": "sgd", "defaults": {"lr": 0.1}, "params": ["w"]}
+        t = self.gradient_fed([{"action": "set_options", "group": 1, "options": {"lr": 1}},
+                               {"action": "set_options", "group": 0, "options": {"eps": 1}}], opt)
+        self.assertEqual([r["error"]["kind"] for r in t["records"]], ["no_such_group", "invalid_option"])
+        self.assertEqual(t["records"][1]["groups"][0]["options"]["lr"], 0.1)  # refused before anything changed
+
+    def test_autograd_through_the_kit(self):
+        loss = {"op": "sum", "args": [{"op": "mul", "args": [bare("w"), {"op": "const", "shape": [2],
+                                                                         "values": [3, "-Infinity"]}]}]}
+        t = trace({"params": [param("w", [1.0, 2.0])], "loss": loss,
+                   "actions": [{"action": "forward"}, {"action": "backward"}, {"action": "backward"},
+                               {"action": "forward", "no_grad": True}, {"action": "backward"}]})
+        self.assertEqual(t["records"][1]["params"]["w"]["grad"]["values"], [3.0, "-Infinity"])
+        self.assertEqual(t["records"][2]["error"]["kind"], "backward_through_freed_graph")  # SEM-2.5
+        self.assertEqual(t["records"][3]["output"]["requires_grad"], False)
+        self.assertEqual(t["records"][4]["error"]["kind"], "no_grad_fn")
+
+
+if __name__ == "__main__":
+    unittest.main()
