@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The default run (`lockstep run`, no flags) passes on impl and reaches every coverage cell the generator can
-# produce (README "Search power"): the JSON report's coverage.empty_cells is empty.
+# produce (docs/search-power.md): the JSON report's coverage.empty_cells is empty.
 # Usage: check_default_run.sh LOCKSTEP WORKDIR
 set -euo pipefail
 lockstep=$1 work=$2

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The program limits hold on the user's path (issue 14): a program at each limit runs within the memory README
+"""The program limits hold on the user's path (issue 14): a program at each limit runs within the memory docs/programs-and-limits.md
 "Limits" states, and one action more is rejected before running, naming the file, the action and the limit.
 
     python3 tools/check_limits.py LOCKSTEP IMPL_DRIVER WORKDIR [MAX_RSS_MB]

@@ -30,7 +30,7 @@ case "$mode" in
   *) echo "usage: bash tools/setup.sh run [lockstep run args...] | test | build | replay-only" >&2; exit 2 ;;
 esac
 
-# The replay-only build needs no LibTorch, no Python torch, no Clang, no node (README "Replay-only install").
+# The replay-only build needs no LibTorch, no Python torch, no Clang, no node (docs/install.md "Replay-only install").
 replay_only_packages=(
   cmake ninja-build g++ pkg-config ccache
   libgtest-dev librapidcheck-dev libfmt-dev nlohmann-json3-dev libcli11-dev libexpat1-dev

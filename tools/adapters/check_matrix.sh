@@ -1,5 +1,5 @@
 #!/bin/bash
-# The conformance matrix of this CI run (README "What lockstep finds in other implementations"): every adapter's
+# The conformance matrix of this CI run (docs/findings.md "What lockstep finds in other implementations"): every adapter's
 # replay and live-run reports (left by check_adapter.sh) -> conformance-matrix.md and .html. Fails when a report
 # is missing or does not read, when a failure no expectation explains is in one (--strict), or when the HTML page
 # is not well-formed (each plot parses as SVG) or loads anything from outside.
