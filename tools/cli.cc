@@ -23,7 +23,7 @@
 #include "tools/command_mutants.h"
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
-#include "tools/did_you_mean.h"
+#include "conformance/program/did_you_mean.h"
 #include "tools/engines.h"
 #include "tools/workers.h"
 
@@ -45,7 +45,7 @@ std::string did_you_mean_hint(const CLI::App& app, int argc, char** argv) {
     for (const CLI::App* sub : command->get_subcommands([](const CLI::App*) { return true; }))
       if (sub->get_name() == argv[i]) next = sub;
     if (!next) {
-      const std::string near = tools::nearest_name(argv[i], names);
+      const std::string near = nearest_name(argv[i], names);
       return fmt::format("'{}' is no subcommand{}{} (subcommands: {})", argv[i],
                          command == &app ? "" : " of '" + command->get_name() + "'",
                          near.empty() ? "" : ": did you mean '" + near + "'?", fmt::join(names, ", "));
@@ -60,7 +60,7 @@ std::string did_you_mean_hint(const CLI::App& app, int argc, char** argv) {
     if (word.rfind("--", 0) != 0 || word == "--") continue;
     const std::string flag = word.substr(0, word.find('='));
     if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
-    const std::string near = tools::nearest_name(flag, flags);
+    const std::string near = nearest_name(flag, flags);
     if (!near.empty()) return fmt::format("'{}' is no flag of '{}': did you mean '{}'?", flag, command->get_name(), near);
   }
   return "";

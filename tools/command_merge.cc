@@ -22,6 +22,7 @@ int command_merge(const MergeArgs& args) {
     std::cerr << "lockstep merge: " << e.what() << "\n";
     return kExitInputError;
   }
+  warn_if_mostly_skipped(merged);  // a whole run's warning, which no shard's report holds
   try {
     write_reports(args.report_dir, merged, "lockstep-report");
   } catch (const std::exception& e) {

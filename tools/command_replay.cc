@@ -441,10 +441,10 @@ int command_replay(const ReplayArgs& args) {
   }
   std::string oracle = recorder;
   std::string prefix = fmt::format("lockstep replay --fixtures {} --engine {}",
-                                   shell_quote(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir),
+                                   shell_quote(path_for_reproduce(args.fixtures_dir.empty() ? default_fixtures_dir() : args.fixtures_dir)),
                                    shell_quote(args.engine));
-  if (!args.expected_failures_file.empty()) prefix += " --expectations " + shell_quote(args.expected_failures_file);
-  if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
+  if (!args.expected_failures_file.empty()) prefix += " --expectations " + shell_quote(path_for_reproduce(args.expected_failures_file));
+  if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(path_for_reproduce(args.tolerance_file));
   prefix += scope.reproduce_flags;
   RunReport report = to_run_report(results, "fixtures of " + oracle, engine_name, 0,
                                    [&](const std::string& id) { return prefix + " --only " + shell_quote(id) + reproduce_report_dir_flag(id); });
@@ -458,8 +458,8 @@ int command_replay(const ReplayArgs& args) {
     if (report.coverage) report.coverage->warnings.push_back(warning);
   }
   if (other_versions > 0)
-    fmt::print("{} fixture{} recorded for another PyTorch version than {} (SEMANTICS 12.5) not given\n", other_versions,
-               other_versions == 1 ? " was" : "s were", replay_version);
+    fmt::print("{} fixture{} not replayed: recorded for another PyTorch version than {} (SEMANTICS 12.5)\n",
+               other_versions, other_versions == 1 ? "" : "s", replay_version);
   try {
     write_reports(args.report_dir, report, "replay-report");
   } catch (const std::exception& e) {

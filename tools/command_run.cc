@@ -118,12 +118,7 @@ int finish_run(const RunArgs& args, RunReport& report, size_t named_cases, Clock
     if (report.coverage && !report.coverage->not_exercised.empty())
       fmt::print("  {} feature{} in scope not exercised (the report's Coverage names them)\n",
                  report.coverage->not_exercised.size(), report.coverage->not_exercised.size() == 1 ? "" : "s");
-    const std::string warning =
-        mostly_skipped_warning(static_cast<size_t>(random.skipped), static_cast<size_t>(random.total()), "random programs");
-    if (!warning.empty()) {
-      fmt::print("warning: {}\n", warning);
-      if (report.coverage) report.coverage->warnings.push_back(warning);
-    }
+    warn_if_mostly_skipped(report);
   }
   try {
     write_reports(args.report_dir, report, "lockstep-report");
@@ -141,7 +136,7 @@ int finish_run(const RunArgs& args, RunReport& report, size_t named_cases, Clock
   const ReportSummary summary = summarise(report);
   fmt::print("{} passed, {} failed, {} skipped ({}{:.1f} s; seed {}, max size {}{})\n", named.passed + random.passed,
              named.failed + random.failed, named.skipped + random.skipped,
-             summary.imprecise ? fmt::format("{} imprecise, known and not passed, SEMANTICS §9.6; ", summary.imprecise) : "",
+             summary.imprecise ? fmt::format("{} of the xfail imprecise, SEMANTICS §9.6; ", summary.imprecise) : "",
              secs, args.seed, args.max_size,
              report.shard ? fmt::format("; shard {} of {}", report.shard->index, report.shard->total) : "");
   return named.failed + random.failed ? kExitDiscrepancies : kExitOk;
@@ -281,9 +276,9 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
                                    args.mutant.empty() ? "" : " --mutant " + shell_quote(args.mutant));
   if (!args.variant.empty()) prefix += " --variant " + shell_quote(args.variant);
   if (args.free_running && builtin && !against_itself) prefix += " --free-running";
-  if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(args.cases_dir);
-  if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(args.expectations_file);
-  if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(args.tolerance_file);
+  if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(path_for_reproduce(args.cases_dir));
+  if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(path_for_reproduce(args.expectations_file));
+  if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(path_for_reproduce(args.tolerance_file));
   prefix += scope.reproduce_flags;
   // A random program's reproduce line is this and --index; it is also what makes shards part of the same run.
   std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
@@ -308,7 +303,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   fmt::print("lockstep run: {} against {} ({} mode)\n", report.under_test_engine, report.oracle_engine,
              run_mode_name(options.mode));
   if (!scope.scope->empty())
-    fmt::print("  scope: {} exclusion{} (what the implementation supports, flags, profile {}); see the report's coverage\n",
+    fmt::print("  scope: {} exclusion rule{} (what the implementation supports, flags, profile {}); the report's Coverage lists them\n",
                scope.scope->exclusions().size(), scope.scope->exclusions().size() == 1 ? "" : "s",
                scope.coverage.profile.empty() ? "none" : scope.coverage.profile);
   for (const AppliedRule& r : scope.coverage.rules)

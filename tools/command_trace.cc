@@ -1,10 +1,13 @@
 // `lockstep trace PROGRAM.json [--engine oracle|impl|COMMAND] [--mutant NAME | --variant NAME] [--table]`: one
-// program, its trace on stdout. A driver command (fixtures/PROTOCOL.md) gets the program as one request, so a
+// program (a program file, or a fixture's or named case's "program"), its trace on stdout. A driver command (fixtures/PROTOCOL.md) gets the program as one request, so a
 // driver author sees the per-action table of their own driver beside the oracle's.
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "conformance/run/external_driver.h"
 #include "conformance/run/interpreter.h"
+#include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
 #include "tools/commands.h"
@@ -49,8 +52,22 @@ int command_trace(const TraceArgs& args) {
   try {
     program = read_program_file(args.program_file);
   } catch (const InputError& e) {
-    std::cerr << "lockstep trace: " << e.what() << "\n";
-    return kExitInputError;
+    // A fixture or a named case holds its program in "program": trace that one (what a driver author has at hand).
+    nlohmann::ordered_json doc;
+    try {
+      doc = parse_json_text(read_text_file(args.program_file), 512);
+    } catch (const std::exception&) {
+    }
+    if (!doc.is_object() || !doc.contains("program") || doc.contains("params")) {
+      std::cerr << "lockstep trace: " << e.what() << "\n";
+      return kExitInputError;
+    }
+    try {
+      program = program_from_text(doc["program"].dump(), args.program_file + " (its \"program\")");
+    } catch (const InputError& inner) {
+      std::cerr << "lockstep trace: " << inner.what() << "\n";
+      return kExitInputError;
+    }
   }
   Trace trace;
   if (is_engine_name(args.engine)) {

@@ -30,6 +30,14 @@ std::string reproduce_report_dir_flag(const std::string& case_id) {
   return " --report-dir " + shell_quote(folder);
 }
 
+std::string path_for_reproduce(const std::string& path) {
+  try {
+    return files::canonical(path);
+  } catch (const std::exception&) {
+    return path;
+  }
+}
+
 std::string untested_line(const RunReport& report) {
   std::map<std::string, size_t> reasons;
   size_t skipped = 0;
@@ -68,6 +76,20 @@ std::string mostly_skipped_warning(size_t skipped, size_t total, const std::stri
       "lists the names): lockstep then generates and replays only that. Or narrow the run: --profile NAME "
       "(fixtures/profiles/) or --exclude-features LIST",
       skipped, total, what);
+}
+
+void warn_if_mostly_skipped(RunReport& report) {
+  if (report.shard || !report.coverage) return;
+  size_t random = 0, skipped = 0;
+  for (const CaseReport& c : report.cases) {
+    if (c.id.rfind("random-", 0) != 0) continue;
+    ++random;
+    skipped += c.status == CaseStatus::Known && !c.result.skipped.empty();
+  }
+  const std::string warning = mostly_skipped_warning(skipped, random, "random programs");
+  if (warning.empty()) return;
+  fmt::print("warning: {}\n", warning);
+  report.coverage->warnings.push_back(warning);
 }
 
 void write_reports(const std::string& dir, const RunReport& report, const std::string& stem) {

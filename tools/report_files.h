@@ -25,6 +25,15 @@ std::string untested_line(const RunReport& report);
 // the warning that says so and how to declare what it supports or narrow the run; "" otherwise.
 std::string mostly_skipped_warning(size_t skipped, size_t total, const std::string& what);
 
+// A path for a reproduce line: absolute (files::canonical) when it exists, so the line runs from any directory; as
+// given otherwise.
+std::string path_for_reproduce(const std::string& path);
+
+// A whole run's (not a shard's: `lockstep merge` adds it to the merged report, so the bytes are one run's) warning
+// when more than half of its random programs (ids random-N) were skipped: printed, and added to the report's
+// coverage warnings.
+void warn_if_mostly_skipped(RunReport& report);
+
 // Writes DIR/STEM.md, .json and .xml atomically (nothing when dir is empty) and prints where they went.
 void write_reports(const std::string& dir, const RunReport& report, const std::string& stem);
 

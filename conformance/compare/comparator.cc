@@ -128,7 +128,14 @@ class Comparer {
   void compare_error() {
     const std::string expected = e_.error ? e_.error->kind : "none";
     const std::string actual = a_.error ? a_.error->kind : "none";
-    if (expected != actual) structure("error.kind", expected, actual);
+    if (expected == actual) return;
+    structure("error.kind", expected, actual);
+    // The implementation's own message is not compared, but it is what tells its author why the action failed.
+    if (a_.error && !a_.error->message.empty()) {
+      std::string message = a_.error->message.substr(0, 200);
+      if (a_.error->message.size() > 200) message += "...";
+      out_.back().bound += "; the implementation's message: " + message;
+    }
   }
 
   // Compares a tensor's values. `extra` (may be null or empty) adds per-element operand magnitudes to m;

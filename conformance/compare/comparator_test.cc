@@ -164,6 +164,20 @@ TEST(Sem8Comparator, ErrorMessagesAreNotCompared) {
   EXPECT_TRUE(compare(e, a).empty());
 }
 
+// A different error kind shows the implementation's own message (not compared): why its action failed.
+TEST(Sem8Comparator, AnErrorKindDifferenceShowsTheImplementationsMessage) {
+  Record e = rich_record();
+  Record a = e;
+  a.error = ErrorObservation{error_kind::kOther, "math range error in fsum"};
+  std::vector<Difference> d = compare(e, a);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].actual_text, "other");  // expectations match the kind alone
+  EXPECT_EQ(difference_text(d[0]),
+            "error.kind: expected none, actual other (exact; the implementation's message: math range error in fsum)");
+  a.error->message.clear();
+  EXPECT_EQ(difference_text(compare(e, a)[0]), "error.kind: expected none, actual other (exact)");
+}
+
 TEST(Sem9Comparator, ExactlyAtTheBoundPassesOneUlpBeyondFails) {
   const double u = std::ldexp(1.0, -52);  // ulp(1) in float64
   Record e = record("forward", {param_obs("w", f64({2, 2}, {1, 1, 1, 1}))});

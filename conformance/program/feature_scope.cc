@@ -1,5 +1,7 @@
 #include "conformance/program/feature_scope.h"
 
+#include "conformance/program/did_you_mean.h"
+
 #include <map>
 #include <stdexcept>
 
@@ -51,12 +53,21 @@ std::vector<std::string> split_list(const std::string& list) {
 }
 
 namespace {
+// "'X' names no feature", with the nearest name when one is near.
+std::invalid_argument names_no_feature(const std::string& flag, const std::string& glob) {
+  std::vector<std::string> names;
+  for (const FeatureInfo& f : all_features()) names.push_back(f.name);
+  const std::string near = nearest_name(glob, names);
+  return std::invalid_argument(flag + ": '" + glob + "' names no feature" +
+                               (near.empty() ? "" : ": did you mean '" + near + "'?") +
+                               " (`lockstep features` lists them)");
+}
+
 std::vector<const FeatureInfo*> matching(const std::string& glob, const std::string& flag) {
   std::vector<const FeatureInfo*> out;
   for (const FeatureInfo& f : all_features())
     if (glob_match(glob, f.name)) out.push_back(&f);
-  if (out.empty())
-    throw std::invalid_argument(flag + ": '" + glob + "' names no feature (`lockstep features` lists them)");
+  if (out.empty()) throw names_no_feature(flag, glob);
   return out;
 }
 }  // namespace
@@ -76,8 +87,7 @@ void narrow_scope(FeatureScope& scope, const std::string& features, const std::s
     }
   }
   for (const std::string& glob : split_list(exclude_features)) {
-    if (!matches_some_feature(glob))
-      throw std::invalid_argument("--exclude-features: '" + glob + "' names no feature (`lockstep features` lists them)");
+    if (!matches_some_feature(glob)) throw names_no_feature("--exclude-features", glob);
     scope.exclude({glob}, "--exclude-features " + exclude_features, "flag");
   }
 }

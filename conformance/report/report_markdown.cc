@@ -255,9 +255,11 @@ std::string report_markdown(const RunReport& report, const ReportOptions& option
   out += fmt::format("| Engine under test | {} |\n", cell(code(report.under_test_engine)));
   out += fmt::format("| Oracle | {} |\n", cell(code(report.oracle_engine)));
   out += fmt::format("| Mode | {} |\n", run_mode_name(report.mode));
-  out += fmt::format("| Seed | {} |\n", report.seed);
-  out += fmt::format("| Count | {} |\n", report.count);
-  out += fmt::format("| Max size | {} |\n", report.max_size);
+  if (report.max_size > 0) {  // a run's random programs (a replay has none)
+    out += fmt::format("| Seed | {} |\n", report.seed);
+    out += fmt::format("| Count | {} |\n", report.count);
+    out += fmt::format("| Max size | {} |\n", report.max_size);
+  }
   if (report.shard)
     out += fmt::format("| Shard | {} of {} (random programs k with k % {} == {}) |\n", report.shard->index,
                        report.shard->total, report.shard->total, report.shard->index);

@@ -112,12 +112,18 @@ std::string ReplayCaseResult::summary() const {
   if (status == ReplayStatus::UnexpectedPass)
     return fmt::format("passed, but is listed as an expected failure ({}: {})", expected_category, expected_reason);
   if (status == ReplayStatus::Passed) return "passed";
-  if (differences.empty()) return failure;
-  const Difference& d = differences.front();
-  std::string where = failed_at_setup ? std::string("setup (init)")
-                                      : fmt::format("action {} ({})", failed_action.value_or(0), failed_action_name);
-  std::string s = where + ": " + difference_text(d);
-  if (differences.size() > 1) s += fmt::format(" [+{} more]", differences.size() - 1);
+  std::string s = failure;
+  if (!differences.empty()) {
+    const Difference& d = differences.front();
+    std::string where = failed_at_setup ? std::string("setup (init)")
+                                        : fmt::format("action {} ({})", failed_action.value_or(0), failed_action_name);
+    s = where + ": " + difference_text(d);
+    if (differences.size() > 1) s += fmt::format(" [+{} more]", differences.size() - 1);
+  }
+  // An expected failure says why it is expected (the entry's reason), not only what differs.
+  if (status == ReplayStatus::ExpectedFailure && !expected_reason.empty())
+    s += (s.empty() ? "" : " -- ") + std::string("expected") +
+         (expected_category.empty() ? "" : " (" + expected_category + ")") + ": " + expected_reason;
   return s;
 }
 

@@ -125,10 +125,12 @@ function resolveOptions(kind, given) {
 
 // lockstep's rule (PROTOCOL §4, SEM-7.1, LibTorch 1.13): a group with options of its own takes the option type's
 // defaults for what it does not set; a group without options copies the optimizer's defaults.
+// A group the program gave "options" (even {}) carries hasOptions (not enumerable: frameworks see only the options).
 function resolveGroup(kind, group, defaults) {
   const own = Object.assign({}, group);
   delete own.params;
-  return resolveOptions(kind, Object.keys(own).length ? own : defaults);
+  const hasOptions = group.hasOptions !== undefined ? group.hasOptions : Object.keys(own).length > 0;
+  return resolveOptions(kind, hasOptions ? own : defaults);
 }
 
 function isDefault(kind, option, value) {
@@ -446,6 +448,7 @@ class Run {
       }
       Object.assign(group, options);
     }
+    Object.defineProperty(group, 'hasOptions', { value: spec.options !== undefined, enumerable: false });
     return group;
   }
 
@@ -704,7 +707,12 @@ class Run {
 
 // The answer's body for one program: {trace} or {unsupported: reason}.
 async function runProgram(fw, program) {
-  const reason = unsupportedReason(program, fw.capabilities()) || (fw.has('refuses') ? fw.refuses(program) : null);
+  // What the class implements, and what the hello declares if supports() narrows it (keys it leaves out: all).
+  const caps = fw.capabilities();
+  const declared = fw.supports();
+  const reason = unsupportedReason(program, caps) ||
+    (declared && declared !== caps ? unsupportedReason(program, Object.assign({}, caps, declared)) : null) ||
+    (fw.has('refuses') ? fw.refuses(program) : null);
   if (reason) return { unsupported: reason };
   const run = new Run(fw, program);
   fw.run = run;

@@ -34,7 +34,7 @@ does not implement. Standard library only, Python >= 3.9.
     if __name__ == "__main__":
         kit.serve(MyFramework())
 
-tools/driverkit/python/examples/tiny_autograd_driver.py is a complete one (a 50-line framework and its mapping);
+tools/driverkit/python/examples/tiny_autograd_driver.py is a complete one (a small framework and its mapping);
 fixtures/WRITING_A_DRIVER.md walks through writing one.
 
 The interface: override what your framework has. Tensors are your framework's own objects; the kit only passes
@@ -190,12 +190,19 @@ def options_out(kind, group):
     return out
 
 
+class Group(dict):
+    """A parameter group as the program gives it: "params" and the options it sets. `has_options`: the program gave
+    the group "options", possibly {}, so lockstep's rule gives it the option type's defaults, not the optimizer's."""
+    has_options = False
+
+
 def resolve_group(kind, group, defaults):
-    """lockstep's rule (PROTOCOL §4, SEM-7.1, LibTorch 1.13): a group with options of its own takes the option type's
-    defaults for what it does not set; a group without options copies the optimizer's defaults."""
+    """lockstep's rule (PROTOCOL §4, SEM-7.1, LibTorch 1.13): a group with options of its own (even none: "options":
+    {}) takes the option type's defaults for what it does not set; a group without options copies the optimizer's
+    defaults."""
     own = {k: v for k, v in group.items() if k != "params"}
     resolved = dict(OPTION_DEFAULTS[kind])
-    resolved.update(own if own else defaults)
+    resolved.update(own if getattr(group, "has_options", bool(own)) or own else defaults)
     resolved["params"] = list(group["params"])
     return resolved
 
@@ -392,8 +399,9 @@ class Run:
             self.make_optimizer(self.program["optimizer"])
 
     def make_group(self, spec, where):
-        group = {"params": [self.params[n] for n in spec["params"]]}
+        group = Group(params=[self.params[n] for n in spec["params"]])
         if "options" in spec:
+            group.has_options = True
             options = options_in(spec["options"])
             _check_fields(self.kind, options, where)
             if self.kind == "sgd" and "lr" not in options:
@@ -607,7 +615,12 @@ class Run:
 
 def run_program(fw, program):
     """The answer's body for one program: {"trace": ...} or {"unsupported": reason}."""
-    reason = unsupported_reason(program, fw.capabilities())
+    # What the class implements, and what the hello declares if supports() narrows it (keys it leaves out: all).
+    caps = fw.capabilities()
+    declared = fw.supports()
+    reason = unsupported_reason(program, caps)
+    if not reason and declared is not None and declared is not caps:
+        reason = unsupported_reason(program, dict(caps, **declared))
     if reason:
         return {"unsupported": reason}
     try:

@@ -188,6 +188,15 @@ class Records(unittest.TestCase):
                                                         "weight_decay": 0.0, "nesterov": False})
         self.assertEqual(t["records"][3]["groups"][1]["options"]["lr"], 0.5)
 
+    def test_empty_options_take_the_option_types_defaults(self):
+        # "options": {} is options of its own, none set: the option type's defaults, not the optimizer's (SEM-7.1;
+        # LibTorch 1.13 gives lr 0.001 to such an Adam group under defaults lr 0.5). Found by a newcomer's live run.
+        given = kit.Group(params=[])
+        given.has_options = True
+        self.assertEqual(kit.resolve_group("adam", given, {"lr": 0.5})["lr"], 0.001)
+        self.assertEqual(kit.resolve_group("adam", kit.Group(params=[]), {"lr": 0.5})["lr"], 0.5)
+        self.assertEqual(kit.resolve_group("adam", {"params": []}, {"lr": 0.5})["lr"], 0.5)
+
     def test_error_kinds(self):
         t = self.gradient_fed([{"action": "backward"},                                      # no output yet
                                {"action": "step"},                                          # no optimizer

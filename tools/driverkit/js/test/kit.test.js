@@ -37,6 +37,10 @@ test('optimizer options: defaults resolved by kind, a group with options takes t
     { lr: 0.5, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 1e-2, amsgrad: false });
   assert.deepEqual(kit.resolveGroup('sgd', { params: [] }, { lr: 0.1, momentum: 0.9 }),
     { lr: 0.1, momentum: 0.9, dampening: 0, weight_decay: 0, nesterov: false });
+  // "options": {} is options of its own, none set: the option type's defaults (LibTorch 1.13: Adam lr 0.001).
+  const given = Object.defineProperty({ params: [] }, 'hasOptions', { value: true, enumerable: false });
+  assert.equal(kit.resolveGroup('adam', given, { lr: 0.5 }).lr, 1e-3);
+  assert.equal(kit.resolveGroup('adam', { params: [] }, { lr: 0.5 }).lr, 0.5);
 });
 
 const W = (values) => ({ name: 'w', dtype: 'float64', shape: [2], values });

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace lockstep::tools {
+namespace lockstep {
 
 // Optimal-string-alignment distance (insertions, deletions, substitutions, adjacent transpositions).
 size_t edit_distance(const std::string& a, const std::string& b);
@@ -16,4 +16,4 @@ size_t edit_distance(const std::string& a, const std::string& b);
 // a known name that starts with `typed` (an abbreviation) counts as near. "" when none is.
 std::string nearest_name(const std::string& typed, const std::vector<std::string>& known);
 
-}  // namespace lockstep::tools
+}  // namespace lockstep

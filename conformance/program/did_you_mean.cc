@@ -1,8 +1,8 @@
-#include "tools/did_you_mean.h"
+#include "conformance/program/did_you_mean.h"
 
 #include <algorithm>
 
-namespace lockstep::tools {
+namespace lockstep {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
@@ -32,4 +32,4 @@ std::string nearest_name(const std::string& typed, const std::vector<std::string
   return best;
 }
 
-}  // namespace lockstep::tools
+}  // namespace lockstep
