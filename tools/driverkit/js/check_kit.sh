@@ -19,6 +19,9 @@ MIN_PASSED=50   # 50 on the corpus of 446 fixtures (issue 30); more fixtures may
 rm -rf "$work"; mkdir -p "$work"
 fail=0
 say() { echo "check_kit: $*"; }
+if ! command -v node > /dev/null; then
+  say "FAILED: node is not installed (tools/setup.sh installs it with the JavaScript adapters)"; exit 1
+fi
 
 if node "$here/test/kit.test.js" > "$work/unit.log" 2>&1; then
   say "unit tests pass ($(grep -c '^ok ' "$work/unit.log"))"
