@@ -1,7 +1,7 @@
 // Benchmark of the lockstep harness (issue: "random programs per second on one core, and the harness
 // overhead ratio (total time / time spent inside the oracle) in the same run; target overhead <= 1.5x").
 //
-//   build/conformance/conformance_bench --benchmark_filter=Lockstep
+//   build/benchmarks/conformance_bench --benchmark_filter=Lockstep
 //
 // One iteration runs a fixed batch of random programs (seed 1, RapidCheck sizes cycling up to max_size) in
 // lockstep: the oracle, impl, the comparator and the re-synchronisation. The oracle is wrapped in a timing

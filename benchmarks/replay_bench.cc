@@ -1,7 +1,7 @@
 // Benchmarks of fixture replay (issue: "replaying the whole corpus on impl in-process <= 2 s; the protocol's
 // own overhead <= 1 ms per program beyond the driver's work, measured with the impl driver").
 //
-//   build/conformance/conformance_bench --benchmark_filter=Replay
+//   build/benchmarks/conformance_bench --benchmark_filter=Replay
 //
 // BM_ReplayCorpusInProcess:  the whole shipped corpus on impl, in-process (load excluded; one iteration = corpus).
 // BM_ReplayCorpusImplDriver: the same through the driver protocol with tools/impl_driver (found next to the
@@ -16,7 +16,7 @@
 #include <cstdlib>
 
 #include "conformance/generate/generators.h"
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/replay.h"
 #include "conformance/run/tested_implementation.h"
