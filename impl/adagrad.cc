@@ -13,7 +13,7 @@ namespace {
 
 // SEM-15.1, in LibTorch's order (black-box: with every option bad it names the learning rate); NaN too.
 void validate_adagrad_defaults(const AdagradOptions& o) {
-  const char* kind = optimizer_error::kInvalidOption;
+  const ErrorKind kind = ErrorKind::InvalidOption;
   if (!(o.lr >= 0)) throw Error(kind, "Invalid learning rate: " + format_option_value(o.lr));
   if (!(o.lr_decay >= 0)) throw Error(kind, "Invalid lr_decay value: " + format_option_value(o.lr_decay));
   if (!(o.weight_decay >= 0)) throw Error(kind, "Invalid weight_decay value: " + format_option_value(o.weight_decay));
@@ -48,11 +48,11 @@ void Adagrad::step() {
       const Tensor grad = p.grad();
       if (!grad.defined()) continue;  // SEM-4.3: skipped, step count unchanged
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
-        throw Error("other", "grad does not match its parameter (dtype or shape)");
+        throw Error(ErrorKind::Other, "grad does not match its parameter (dtype or shape)");
       AdagradParamState* state = state_of(p);
       if (!state) {  // added after construction (SEM-15.2): the failed lookup leaves an empty entry behind
         set_empty_state(p);
-        throw Error("other", "state found NULL for the Tensor (added after construction, SEM-15.2)");
+        throw Error(ErrorKind::Other, "state found NULL for the Tensor (added after construction, SEM-15.2)");
       }
       state->step += 1;
       const double clr = o.lr / (1 + static_cast<double>(state->step - 1) * o.lr_decay);  // in double

@@ -31,36 +31,70 @@ namespace lockstep::impl {
 namespace adam_detail {
 namespace {
 
+// The scalars of one pass, computed in double and rounded to T once (SEM-1.3, SEM-6.3).
+template <class T>
+struct PassScalars {
+  T l2_weight_decay;  // Adam's weight_decay (0 for AdamW)
+  T decay_factor;     // AdamW's 1 - lr * weight_decay (1 for Adam)
+  T beta1, one_minus_beta1, beta2, one_minus_beta2;
+  T sqrt_bc2;         // sqrt(1 - beta2^step)
+  T eps;
+  T step_size;        // lr / (1 - beta1^step)
+};
+
+template <class T>
+PassScalars<T> pass_scalars(const AdamStepOptions& o, int64_t step) {
+  const double beta1 = o.betas.first, beta2 = o.betas.second;
+  const double counted = static_cast<double>(step);
+  const double bc1 = 1 - std::pow(beta1, counted);
+  const double bc2 = 1 - std::pow(beta2, counted);
+  const bool decoupled = o.weight_decay_form == WeightDecayForm::Decoupled;
+  return {static_cast<T>(decoupled ? 0.0 : o.weight_decay), static_cast<T>(decoupled ? 1 - o.lr * o.weight_decay : 1.0),
+          static_cast<T>(beta1), static_cast<T>(1 - beta1), static_cast<T>(beta2), static_cast<T>(1 - beta2),
+          static_cast<T>(std::sqrt(bc2)), static_cast<T>(o.eps), static_cast<T>(o.lr / bc1)};
+}
+
+// The tensors of one parameter's pass.
+template <class T>
+struct PassTensors {
+  T* p;
+  const T* grad;
+  T* exp_avg;
+  T* exp_avg_sq;
+  T* max_exp_avg_sq;  // null without amsgrad
+  int64_t n;
+};
+
 // Each line is one tensor op of the box of SEM-6.3/6.4 and so one rounding to T, fused where LibTorch fuses
-// (see above). The options are template arguments so that the loop has no branch and vectorises.
+// (see above). The options are template arguments so that the loop has no branch and vectorises; the scalars
+// come by value, so that nothing the loop stores can alias them.
 template <class T, bool kL2, bool kDecoupled, bool kAmsgrad>
 LOCKSTEP_FMA_KERNEL void adam_pass(T* __restrict p, const T* __restrict grad, T* __restrict exp_avg,
                                    T* __restrict exp_avg_sq, T* __restrict max_exp_avg_sq, int64_t n,
-                                   T l2_weight_decay, T decay_factor, T beta1, T one_minus_beta1, T beta2,
-                                   T one_minus_beta2, T sqrt_bc2, T eps, T step_size) {
+                                   PassScalars<T> s) {
   for (int64_t i = 0; i < n; ++i) {
     T param = p[i];
-    if (kDecoupled) param = param * decay_factor;   // AdamW: p = p * (1 - lr * weight_decay), first
-    T g = grad[i];                                  // g = p.grad
-    if (kL2) g = std::fma(l2_weight_decay, param, g);  // Adam: g = g + weight_decay * p   (new; fused)
-    T m_kept = exp_avg[i] * beta1;                  // exp_avg = exp_avg * beta1
-    T m = std::fma(one_minus_beta1, g, m_kept);     //           + (1 - beta1) * g        (fused)
+    if (kDecoupled) param = param * s.decay_factor;     // AdamW: p = p * (1 - lr * weight_decay), first
+    T g = grad[i];                                      // g = p.grad
+    if (kL2) g = std::fma(s.l2_weight_decay, param, g);  // Adam: g = g + weight_decay * p   (new; fused)
+    T m_kept = exp_avg[i] * s.beta1;                    // exp_avg = exp_avg * beta1
+    T m = std::fma(s.one_minus_beta1, g, m_kept);       //           + (1 - beta1) * g        (fused)
     exp_avg[i] = m;
-    T v_kept = exp_avg_sq[i] * beta2;               // exp_avg_sq = exp_avg_sq * beta2
-    T v_scaled = one_minus_beta2 * g;               //              + (1 - beta2) * g * g
-    T v = std::fma(v_scaled, g, v_kept);            //              (fused: ((1 - beta2) g) g + kept)
+    T v_kept = exp_avg_sq[i] * s.beta2;                 // exp_avg_sq = exp_avg_sq * beta2
+    T v_scaled = s.one_minus_beta2 * g;                 //              + (1 - beta2) * g * g
+    T v = std::fma(v_scaled, g, v_kept);                //              (fused: ((1 - beta2) g) g + kept)
     exp_avg_sq[i] = v;
     T second = v;
     if (kAmsgrad) {
-      T old_max = max_exp_avg_sq[i];                // max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq)
+      T old_max = max_exp_avg_sq[i];                    // max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq)
       T new_max = (v > old_max || v != v) ? v : old_max;  // NaN on either side propagates
       max_exp_avg_sq[i] = new_max;
       second = new_max;
     }
-    T root = std::sqrt(second);                     // denom = sqrt(.) / sqrt(bc2) + eps
-    T corrected = root / sqrt_bc2;
-    T denom = corrected + eps;
-    T scaled = step_size * m;                       // p = p - (lr / bc1) * exp_avg / denom
+    T root = std::sqrt(second);                         // denom = sqrt(.) / sqrt(bc2) + eps
+    T corrected = root / s.sqrt_bc2;
+    T denom = corrected + s.eps;
+    T scaled = s.step_size * m;                         // p = p - (lr / bc1) * exp_avg / denom
     T update = scaled / denom;
     p[i] = param - update;
   }
@@ -69,48 +103,44 @@ LOCKSTEP_FMA_KERNEL void adam_pass(T* __restrict p, const T* __restrict grad, T*
 // The failing step described in adam_update: AdamW's decay of p (when decoupled) and the moment updates,
 // rounded as in adam_pass, and nothing after them.
 template <class T>
-void moments_only_pass(T* p, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, bool l2, bool decoupled,
-                       T l2_weight_decay, T decay_factor, T beta1, T one_minus_beta1, T beta2,
-                       T one_minus_beta2) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (decoupled) p[i] = p[i] * decay_factor;
-    T g = grad[i];
-    if (l2) g = std::fma(l2_weight_decay, p[i], g);
-    exp_avg[i] = std::fma(one_minus_beta1, g, exp_avg[i] * beta1);
-    exp_avg_sq[i] = std::fma(one_minus_beta2 * g, g, exp_avg_sq[i] * beta2);
+void moments_only_pass(const PassTensors<T>& t, bool l2, bool decoupled, const PassScalars<T>& s) {
+  for (int64_t i = 0; i < t.n; ++i) {
+    if (decoupled) t.p[i] = t.p[i] * s.decay_factor;
+    T g = t.grad[i];
+    if (l2) g = std::fma(s.l2_weight_decay, t.p[i], g);
+    t.exp_avg[i] = std::fma(s.one_minus_beta1, g, t.exp_avg[i] * s.beta1);
+    t.exp_avg_sq[i] = std::fma(s.one_minus_beta2 * g, g, t.exp_avg_sq[i] * s.beta2);
   }
 }
 
+// adam_pass instantiated for the options: the weight decay's form where it is not zero, and amsgrad.
+template <class T, bool kL2, bool kDecoupled>
+void run_pass(bool amsgrad, const PassTensors<T>& t, const PassScalars<T>& s) {
+  if (amsgrad)
+    adam_pass<T, kL2, kDecoupled, true>(t.p, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, t.n, s);
+  else
+    adam_pass<T, kL2, kDecoupled, false>(t.p, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, t.n, s);
+}
 template <class T>
-void run_adam_pass(bool l2, bool decoupled, bool amsgrad, T* p, const T* grad, T* m, T* v, T* vmax, int64_t n,
-                   T l2_wd, T decay_factor, T b1, T omb1, T b2, T omb2, T sqrt_bc2, T eps, T step_size) {
-#define LOCKSTEP_ADAM_CASE(L, D, A)                                                                     \
-  if (l2 == L && decoupled == D && amsgrad == A)                                                        \
-    return adam_pass<T, L, D, A>(p, grad, m, v, vmax, n, l2_wd, decay_factor, b1, omb1, b2, omb2, sqrt_bc2, \
-                                 eps, step_size);
-  LOCKSTEP_ADAM_CASE(false, false, false)
-  LOCKSTEP_ADAM_CASE(true, false, false)
-  LOCKSTEP_ADAM_CASE(false, true, false)
-  LOCKSTEP_ADAM_CASE(false, false, true)
-  LOCKSTEP_ADAM_CASE(true, false, true)
-  LOCKSTEP_ADAM_CASE(false, true, true)
-#undef LOCKSTEP_ADAM_CASE
-  throw Error("other", "adam_update: L2 and decoupled weight decay together");
+void run_pass(const AdamStepOptions& o, const PassTensors<T>& t, const PassScalars<T>& s) {
+  if (o.weight_decay == 0) return run_pass<T, false, false>(o.amsgrad, t, s);
+  if (o.weight_decay_form == WeightDecayForm::L2) return run_pass<T, true, false>(o.amsgrad, t, s);
+  run_pass<T, false, true>(o.amsgrad, t, s);
 }
 
 }  // namespace
 
-void validate_adam_family(double lr, double eps, std::pair<double, double> betas, double weight_decay) {
+void validate_adam_family(const AdamStepOptions& o) {
   // SEM-6.1, in this order (black-box: with several bad options, LibTorch names the first of these). The
   // comparisons are written so that NaN is rejected (black-box: "Invalid learning rate: nan").
-  const char* kind = optimizer_error::kInvalidOption;
-  if (!(lr >= 0)) throw Error(kind, "Invalid learning rate: " + format_option_value(lr));
-  if (!(eps >= 0)) throw Error(kind, "Invalid epsilon value: " + format_option_value(eps));
-  if (!(0 <= betas.first && betas.first < 1))
-    throw Error(kind, "Invalid beta parameter at index 0: " + format_option_value(betas.first));
-  if (!(0 <= betas.second && betas.second < 1))
-    throw Error(kind, "Invalid beta parameter at index 1: " + format_option_value(betas.second));
-  if (!(weight_decay >= 0)) throw Error(kind, "Invalid weight_decay value: " + format_option_value(weight_decay));
+  const ErrorKind kind = ErrorKind::InvalidOption;
+  if (!(o.lr >= 0)) throw Error(kind, "Invalid learning rate: " + format_option_value(o.lr));
+  if (!(o.eps >= 0)) throw Error(kind, "Invalid epsilon value: " + format_option_value(o.eps));
+  if (!(0 <= o.betas.first && o.betas.first < 1))
+    throw Error(kind, "Invalid beta parameter at index 0: " + format_option_value(o.betas.first));
+  if (!(0 <= o.betas.second && o.betas.second < 1))
+    throw Error(kind, "Invalid beta parameter at index 1: " + format_option_value(o.betas.second));
+  if (!(o.weight_decay >= 0)) throw Error(kind, "Invalid weight_decay value: " + format_option_value(o.weight_decay));
 }
 
 std::unique_ptr<AdamParamState> fresh_state(const Tensor& param, bool amsgrad) {
@@ -122,37 +152,28 @@ std::unique_ptr<AdamParamState> fresh_state(const Tensor& param, bool amsgrad) {
   return s;
 }
 
-void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, double lr,
-                 std::pair<double, double> betas, double eps, double l2_weight_decay,
-                 double decoupled_weight_decay, bool amsgrad) {
+void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, const AdamStepOptions& o) {
   if (grad.dtype() != param.dtype() || grad.numel() != param.numel())
-    throw Error("other", "grad does not match its parameter (dtype or shape)");
-  const double beta1 = betas.first, beta2 = betas.second;
-  // Bias corrections and the scalars derived from them in double (SEM-1.3, SEM-6.3).
-  const double counted = static_cast<double>(state.step);
-  const double bc1 = 1 - std::pow(beta1, counted);
-  const double bc2 = 1 - std::pow(beta2, counted);
-  const double step_size = lr / bc1;
-  const double sqrt_bc2 = std::sqrt(bc2);
-  const bool l2 = l2_weight_decay != 0;
-  const bool decoupled = decoupled_weight_decay != 0;
-  const int64_t n = param.numel();
+    throw Error(ErrorKind::Other, "grad does not match its parameter (dtype or shape)");
+  const bool l2 = o.weight_decay_form == WeightDecayForm::L2 && o.weight_decay != 0;
+  const bool decoupled = o.weight_decay_form == WeightDecayForm::Decoupled && o.weight_decay != 0;
 
   dispatch_dtype(param.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (amsgrad && !state.max_exp_avg_sq.defined()) {
+    const PassScalars<T> s = pass_scalars<T>(o, state.step);
+    const bool has_max = o.amsgrad && state.max_exp_avg_sq.defined();
+    const PassTensors<T> t{param.data<T>(), grad.data<T>(), state.exp_avg.data<T>(), state.exp_avg_sq.data<T>(),
+                           has_max ? state.max_exp_avg_sq.data<T>() : nullptr, param.numel()};
+    if (o.amsgrad && !has_max) {
       // This parameter's state was created without max_exp_avg_sq and a group with amsgrad steps it (the
       // group turned amsgrad on with set_options after its first step, or the parameter also sits in a
       // group without amsgrad that stepped it first). Black-box, LibTorch 1.13 (Adam and AdamW, float32
       // and float64, deterministic) has then already counted the step, applied AdamW's decay to p and
       // updated both moments when the max fails on the undefined tensor; the rest of p's update is not
       // done. We do the same and fail with its message.
-      moments_only_pass<T>(param.data<T>(), grad.data<T>(), state.exp_avg.data<T>(), state.exp_avg_sq.data<T>(),
-                           n, l2, decoupled, static_cast<T>(l2_weight_decay),
-                           static_cast<T>(1 - lr * decoupled_weight_decay), static_cast<T>(beta1),
-                           static_cast<T>(1 - beta1), static_cast<T>(beta2), static_cast<T>(1 - beta2));
+      moments_only_pass<T>(t, l2, decoupled, s);
       if (decoupled) param.bump_version();  // the decay is an in-place change of p (SEM-2.5, versions)
-      throw Error("other",
+      throw Error(ErrorKind::Other,
                   "Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #1 'other'");
     }
     // Versions (autograd.h): black-box, a retained graph that saved p fails after a step at version 1 for
@@ -160,12 +181,7 @@ void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, doubl
     // change), even with lr 0.
     param.bump_version();
     if (decoupled) param.bump_version();
-    T* vmax = amsgrad ? state.max_exp_avg_sq.data<T>() : nullptr;
-    run_adam_pass<T>(l2, decoupled, amsgrad, param.data<T>(), grad.data<T>(), state.exp_avg.data<T>(),
-                     state.exp_avg_sq.data<T>(), vmax, n, static_cast<T>(l2_weight_decay),
-                     static_cast<T>(1 - lr * decoupled_weight_decay), static_cast<T>(beta1),
-                     static_cast<T>(1 - beta1), static_cast<T>(beta2), static_cast<T>(1 - beta2),
-                     static_cast<T>(sqrt_bc2), static_cast<T>(eps), static_cast<T>(step_size));
+    run_pass<T>(o, t, s);
   });
 }
 
@@ -177,7 +193,7 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& defaults)
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
     : Optimizer(std::move(groups), defaults.clone()) {
   // Black-box: the groups' leaf checks come before the option checks.
-  adam_detail::validate_adam_family(defaults.lr, defaults.eps, defaults.betas, defaults.weight_decay);
+  adam_detail::validate_adam_family(adam_detail::step_options(defaults, adam_detail::WeightDecayForm::L2));
 }
 
 void Adam::step() {
@@ -190,8 +206,7 @@ void Adam::step() {
       if (!state)  // SEM-6.2: lazily, at the first step with a defined grad
         state = static_cast<AdamParamState*>(&set_state(p, adam_detail::fresh_state(p, o.amsgrad)));
       state->step += 1;  // SEM-6.3: a zero grad still counts
-      adam_detail::adam_update(p, grad, *state, o.lr, o.betas, o.eps, /*l2_weight_decay=*/o.weight_decay,
-                               /*decoupled_weight_decay=*/0, o.amsgrad);
+      adam_detail::adam_update(p, grad, *state, adam_detail::step_options(o, adam_detail::WeightDecayForm::L2));
     }
   }
 }

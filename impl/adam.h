@@ -61,15 +61,31 @@ class Adam : public Optimizer {
 };
 
 namespace adam_detail {
-// The option checks Adam and AdamW share (SEM-6.1); throws Error(invalid_option).
-void validate_adam_family(double lr, double eps, std::pair<double, double> betas, double weight_decay);
+// Where a step of the Adam family puts the weight decay: Adam adds weight_decay * p to the grad (SEM-6.3), AdamW
+// scales p by 1 - lr * weight_decay first (SEM-6.4).
+enum class WeightDecayForm { L2, Decoupled };
 
-// One Adam/AdamW update of one parameter, one pass over its elements (SEM-6.3, SEM-6.4). `l2_weight_decay`
-// is added to the grad (Adam), `decoupled_weight_decay` scales p first (AdamW); at most one is non-zero.
-// `state.step` must already be incremented.
-void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, double lr,
-                 std::pair<double, double> betas, double eps, double l2_weight_decay,
-                 double decoupled_weight_decay, bool amsgrad);
+// One group's options as a step of the Adam family reads them.
+struct AdamStepOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  WeightDecayForm weight_decay_form = WeightDecayForm::L2;
+  bool amsgrad = false;
+};
+// AdamOptions or AdamWOptions (the same fields) as step options.
+template <class Options>
+AdamStepOptions step_options(const Options& o, WeightDecayForm form) {
+  return {o.lr, o.betas, o.eps, o.weight_decay, form, o.amsgrad};
+}
+
+// The option checks Adam and AdamW share (SEM-6.1); throws Error(ErrorKind::InvalidOption).
+void validate_adam_family(const AdamStepOptions& o);
+
+// One Adam/AdamW update of one parameter, one pass over its elements (SEM-6.3, SEM-6.4). `state.step` must
+// already be incremented.
+void adam_update(Tensor& param, const Tensor& grad, AdamParamState& state, const AdamStepOptions& o);
 
 // The state of a parameter at its first step: step 0, zeros (and max_exp_avg_sq when amsgrad).
 std::unique_ptr<AdamParamState> fresh_state(const Tensor& param, bool amsgrad);

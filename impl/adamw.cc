@@ -8,7 +8,7 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& defaults)
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
     : Optimizer(std::move(groups), defaults.clone()) {
   // SEM-6.1 (same checks as Adam); black-box, the groups' leaf checks come first.
-  adam_detail::validate_adam_family(defaults.lr, defaults.eps, defaults.betas, defaults.weight_decay);
+  adam_detail::validate_adam_family(adam_detail::step_options(defaults, adam_detail::WeightDecayForm::Decoupled));
 }
 
 void AdamW::step() {
@@ -21,8 +21,7 @@ void AdamW::step() {
       if (!state) state = static_cast<AdamParamState*>(&set_state(p, adam_detail::fresh_state(p, o.amsgrad)));
       state->step += 1;
       // SEM-6.4: p = p * (1 - lr * weight_decay) first, then Adam's box without the L2 term (one pass).
-      adam_detail::adam_update(p, grad, *state, o.lr, o.betas, o.eps, /*l2_weight_decay=*/0,
-                               /*decoupled_weight_decay=*/o.weight_decay, o.amsgrad);
+      adam_detail::adam_update(p, grad, *state, adam_detail::step_options(o, adam_detail::WeightDecayForm::Decoupled));
     }
   }
 }

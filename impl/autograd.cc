@@ -67,7 +67,7 @@ Tensor record_saving_output(Tensor output, const char* name, const std::vector<T
 }
 
 Tensor saved_output(const Node& self) {
-  if (self.saved.empty()) throw Error(autograd_error::kOther, "internal: " + self.name + " saved no output");
+  if (self.saved.empty()) throw Error(ErrorKind::Other, "internal: " + self.name + " saved no output");
   const Tensor& values = self.saved[0];
   if (!grad_mode_enabled()) return values;
   Tensor output = values.clone();  // stands for the output in the backward's graph
@@ -85,7 +85,7 @@ namespace {
 void accumulate_into_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor incoming, bool create_graph) {
   Tensor param(leaf);
   if (incoming.shape() != param.shape() || incoming.dtype() != param.dtype()) {
-    throw Error(autograd_error::kOther, "internal: gradient of shape " + shape_string(incoming.shape()) +
+    throw Error(ErrorKind::Other, "internal: gradient of shape " + shape_string(incoming.shape()) +
                                             " for a leaf of shape " + shape_string(param.shape()));
   }
   Tensor grad = param.grad();
@@ -114,7 +114,7 @@ Tensor sum_contributions(const Tensor& a, Tensor b) {
 }
 
 [[noreturn]] void throw_freed(const Node& node) {
-  throw Error(autograd_error::kBackwardThroughFreedGraph,
+  throw Error(ErrorKind::BackwardThroughFreedGraph,
               "Trying to backward through the graph a second time (or directly access saved tensors after they "
               "have already been freed). Saved intermediate values of the graph are freed when you call "
               ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
@@ -127,7 +127,7 @@ void check_saved_versions(const Node& node) {
     const Tensor& t = node.saved[i];
     if (!t.defined() || t.version() == node.saved_versions[i]) continue;
     std::string type = t.dtype() == DType::Float32 ? "CPUFloatType" : "CPUDoubleType";
-    throw Error(autograd_error::kInplaceModified,
+    throw Error(ErrorKind::InplaceModified,
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 "operation: [" + type + " " + shape_string(t.shape()) + "] is at version " +
                     std::to_string(t.version()) + "; expected version " + std::to_string(node.saved_versions[i]) +
@@ -140,21 +140,21 @@ void check_saved_versions(const Node& node) {
 Tensor root_gradient(const Tensor& output, const Tensor* gradient) {
   if (gradient && gradient->defined()) {
     if (gradient->shape() != output.shape()) {
-      throw Error(autograd_error::kGradientShape, "Mismatch in shape: grad_output[0] has a shape of " +
+      throw Error(ErrorKind::GradientShape, "Mismatch in shape: grad_output[0] has a shape of " +
                                                       shape_string(gradient->shape()) +
                                                       " and output[0] has a shape of " +
                                                       shape_string(output.shape()) + ".");
     }
     if (gradient->dtype() != output.dtype()) {
-      throw Error(autograd_error::kOther, "Mismatch in dtype: the gradient's dtype differs from the output's");
+      throw Error(ErrorKind::Other, "Mismatch in dtype: the gradient's dtype differs from the output's");
     }
   }
   if (!output.requires_grad() && !output.grad_fn()) {  // SEM-2.3
-    throw Error(autograd_error::kNoGradFn, "element 0 of tensors does not require grad and does not have a grad_fn");
+    throw Error(ErrorKind::NoGradFn, "element 0 of tensors does not require grad and does not have a grad_fn");
   }
   if (gradient && gradient->defined()) return *gradient;
   if (output.numel() != 1) {  // SEM-2.4
-    throw Error(autograd_error::kNonscalarBackward, "grad can be implicitly created only for scalar outputs");
+    throw Error(ErrorKind::NonscalarBackward, "grad can be implicitly created only for scalar outputs");
   }
   return Tensor::from_values(output.dtype(), output.shape(), {1.0});
 }
@@ -165,7 +165,7 @@ Tensor root_gradient(const Tensor& output, const Tensor* gradient) {
 // The backward pass.
 
 void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, bool create_graph) {
-  if (!output.defined()) throw Error(autograd_error::kOther, "backward of an undefined tensor");
+  if (!output.defined()) throw Error(ErrorKind::Other, "backward of an undefined tensor");
   Tensor root_grad = root_gradient(output, gradient);
   GradModeGuard mode(create_graph);  // the backward is itself recorded only with create_graph
 
@@ -217,7 +217,7 @@ void backward(const Tensor& output, const Tensor* gradient, bool retain_graph, b
       check_saved_versions(*node);  // black-box: after the freed check
       input_grads = node->backward(*node, grad_out);
       if (input_grads.size() != node->inputs.size()) {
-        throw Error(autograd_error::kOther, "internal: " + node->name + " returned " +
+        throw Error(ErrorKind::Other, "internal: " + node->name + " returned " +
                                                 std::to_string(input_grads.size()) + " grads for " +
                                                 std::to_string(node->inputs.size()) + " inputs");
       }

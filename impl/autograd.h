@@ -25,16 +25,6 @@
 
 namespace lockstep::impl {
 
-// Error kinds thrown by autograd (the strings of conformance/program/trace.h's error_kind).
-namespace autograd_error {
-inline constexpr const char* kBackwardThroughFreedGraph = "backward_through_freed_graph";  // SEM-2.5
-inline constexpr const char* kNoGradFn = "no_grad_fn";                                     // SEM-2.3
-inline constexpr const char* kNonscalarBackward = "nonscalar_backward";                    // SEM-2.4
-inline constexpr const char* kGradientShape = "gradient_shape";  // explicit gradient unlike the output
-inline constexpr const char* kInplaceModified = "inplace_modified";  // a saved tensor changed in place
-inline constexpr const char* kOther = "other";                   // bad operands of an op
-}  // namespace autograd_error
-
 // ---------------------------------------------------------------------------------------------------------
 // Grad mode (SEM-2.2, SEM-2.3): on by default, per thread.
 

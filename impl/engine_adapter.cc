@@ -36,7 +36,7 @@ auto guarded(Body&& body) -> decltype(body()) {
   } catch (const EngineError&) {
     throw;
   } catch (const impl::Error& e) {
-    throw EngineError(e.kind, e.what());
+    throw EngineError(impl::error_kind_name(e.kind), e.what());
   } catch (const std::bad_alloc&) {
     throw;  // not an engine error (interpreter.cc)
   } catch (const std::exception& e) {

@@ -16,7 +16,7 @@
 namespace lockstep::impl::ops::detail {
 
 [[noreturn]] inline void fail(const std::string& op, const std::string& message) {
-  throw Error(autograd_error::kOther, op + ": " + message);
+  throw Error(ErrorKind::Other, op + ": " + message);
 }
 
 inline void require_defined(const char* op, const Tensor& t) {

@@ -15,18 +15,18 @@ void Optimizer::add_param_group(const ParamGroup& group) {
   // Check everything first so that a rejected group leaves the optimizer unchanged (black-box: LibTorch's
   // add_param_group is atomic). Black-box: every leaf check comes before any duplicate check.
   for (const Tensor& p : group.params) {
-    if (!p.defined()) throw Error("other", "can't optimize an undefined Tensor");
-    if (!p.is_leaf()) throw Error(optimizer_error::kNonLeafParameter, "can't optimize a non-leaf Tensor");  // SEM-7.3
+    if (!p.defined()) throw Error(ErrorKind::Other, "can't optimize an undefined Tensor");
+    if (!p.is_leaf()) throw Error(ErrorKind::NonLeafParameter, "can't optimize a non-leaf Tensor");  // SEM-7.3
   }
   for (const Tensor& p : group.params) {
     if (has_state(p))  // SEM-7.4 [1.13]: only a parameter that already has state counts as a duplicate
-      throw Error(optimizer_error::kDuplicateParameter, "some parameters appear in more than one parameter group");
+      throw Error(ErrorKind::DuplicateParameter, "some parameters appear in more than one parameter group");
   }
   if (group.options) {
     const OptionsBase& given = *group.options;
     const OptionsBase& defaults = *defaults_;
     if (typeid(given) != typeid(defaults))
-      throw Error("other", "a param group's options are not this optimizer's option type");
+      throw Error(ErrorKind::Other, "a param group's options are not this optimizer's option type");
   }
   ParamGroup added(group.params, group.options ? group.options->clone() : defaults_->clone());  // SEM-7.1
   groups_.push_back(std::move(added));

@@ -30,13 +30,6 @@
 
 namespace lockstep::impl {
 
-// Error kinds thrown by the optimizers (the strings of conformance/program/trace.h's error_kind).
-namespace optimizer_error {
-inline constexpr const char* kInvalidOption = "invalid_option";          // SEM-5.2, SEM-6.1
-inline constexpr const char* kNonLeafParameter = "non_leaf_parameter";   // SEM-7.3
-inline constexpr const char* kDuplicateParameter = "duplicate_parameter";  // SEM-7.4
-}  // namespace optimizer_error
-
 // The options of one group (or an optimizer's defaults). Each optimizer derives its own (SGDOptions, ...)
 // with public fields and fluent set_ setters.
 struct OptionsBase {

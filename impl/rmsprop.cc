@@ -13,7 +13,7 @@ namespace {
 // SEM-14.1, in LibTorch's order (black-box: with every option bad it names the learning rate). NaN is
 // rejected; alpha above 1 is not.
 void validate_rmsprop_defaults(const RMSpropOptions& o) {
-  const char* kind = optimizer_error::kInvalidOption;
+  const ErrorKind kind = ErrorKind::InvalidOption;
   if (!(o.lr >= 0)) throw Error(kind, "Invalid learning rate: " + format_option_value(o.lr));
   if (!(o.eps >= 0)) throw Error(kind, "Invalid epsilon value: " + format_option_value(o.eps));
   if (!(o.momentum >= 0)) throw Error(kind, "Invalid momentum value: " + format_option_value(o.momentum));
@@ -23,7 +23,7 @@ void validate_rmsprop_defaults(const RMSpropOptions& o) {
 
 // LibTorch's message for a state tensor the step needs and the state was created without (SEM-14.2).
 [[noreturn]] void missing_state_tensor() {
-  throw Error("other", "Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #0 'self'");
+  throw Error(ErrorKind::Other, "Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #0 'self'");
 }
 
 // SEM-14.3, the part every step does: g (with the L2 term) and square_avg. Returns g.
@@ -57,7 +57,7 @@ void RMSprop::step() {
       const Tensor grad = p.grad();
       if (!grad.defined()) continue;  // SEM-4.3: skipped, step count unchanged
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
-        throw Error("other", "grad does not match its parameter (dtype or shape)");
+        throw Error(ErrorKind::Other, "grad does not match its parameter (dtype or shape)");
       RMSpropParamState* state = state_of(p);
       if (!state) {  // SEM-14.2: lazily, from the group's options at this step
         auto fresh = std::make_unique<RMSpropParamState>();

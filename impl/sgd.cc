@@ -11,7 +11,7 @@ namespace {
 // SEM-5.2, in this order (black-box: with several bad options LibTorch names the first of these). NaN is
 // rejected (black-box: "Invalid learning rate: nan"), hence the negated comparisons.
 void validate_sgd_defaults(const SGDOptions& o) {
-  const char* kind = optimizer_error::kInvalidOption;
+  const ErrorKind kind = ErrorKind::InvalidOption;
   if (!(o.lr >= 0)) throw Error(kind, "Invalid learning rate: " + format_option_value(o.lr));
   if (!(o.momentum >= 0)) throw Error(kind, "Invalid momentum value: " + format_option_value(o.momentum));
   if (!(o.weight_decay >= 0)) throw Error(kind, "Invalid weight_decay value: " + format_option_value(o.weight_decay));
@@ -92,7 +92,7 @@ void SGD::step() {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;  // SEM-4.3: skipped entirely
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
-        throw Error("other", "grad does not match its parameter (dtype or shape)");
+        throw Error(ErrorKind::Other, "grad does not match its parameter (dtype or shape)");
       bool first = false;
       SGDParamState* state = nullptr;
       if (momentum_on) {

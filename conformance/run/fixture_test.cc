@@ -244,8 +244,9 @@ TEST(Corpus, VersionDependentCasesAreRecordedPerGeneration) {
   for (const Fixture& f : load_fixtures(default_fixtures_dir())) {
     if (f.when_pytorch == "<2.0") below.insert(f.id);
     if (f.when_pytorch == ">=2.0") at_least.insert(f.id);
-    if (!f.when_pytorch.empty())
+    if (!f.when_pytorch.empty()) {
       EXPECT_TRUE(fixture_applies(f, f.expected.engine)) << f.id << " does not hold for its own recorder";
+    }
   }
   EXPECT_TRUE(below.count("sem12-embedding-saves-its-weight-by-version"));
   EXPECT_TRUE(at_least.count("sem12-embedding-saves-its-weight-by-version-torch2"));

@@ -27,7 +27,7 @@ bool all_zero(const Tensor& t) {
 
 void check_fits(const Tensor& p, const Tensor& grad) {
   if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
-    throw impl::Error("other", "grad does not match its parameter (dtype or shape)");
+    throw impl::Error(impl::ErrorKind::Other, "grad does not match its parameter (dtype or shape)");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -149,13 +149,12 @@ void adam_mutant_pass(Mutant mutant, T* p, T* grad, T* exp_avg, T* exp_avg_sq, T
 
 
 // One parameter's update under mutant m: impl's adam_update, or the mutant pass.
-void mutant_adam_update(Mutant m, Tensor& param, Tensor& grad, impl::AdamParamState& state, double lr,
-                        std::pair<double, double> betas, double eps, double l2_weight_decay,
-                        double decoupled_weight_decay, bool amsgrad) {
+void mutant_adam_update(Mutant m, Tensor& param, Tensor& grad, impl::AdamParamState& state,
+                        const impl::adam_detail::AdamStepOptions& o) {
   if (m == Mutant::AdamBiasCorrectionOffByOne) {  // the corrections of step + 1
     state.step += 1;
     try {
-      impl::adam_detail::adam_update(param, grad, state, lr, betas, eps, l2_weight_decay, decoupled_weight_decay, amsgrad);
+      impl::adam_detail::adam_update(param, grad, state, o);
     } catch (...) {
       state.step -= 1;
       throw;
@@ -163,12 +162,17 @@ void mutant_adam_update(Mutant m, Tensor& param, Tensor& grad, impl::AdamParamSt
     state.step -= 1;
     return;
   }
+  const double lr = o.lr, eps = o.eps;
+  const bool amsgrad = o.amsgrad;
+  const bool decoupled_form = o.weight_decay_form == impl::adam_detail::WeightDecayForm::Decoupled;
+  const double l2_weight_decay = decoupled_form ? 0 : o.weight_decay;
+  const double decoupled_weight_decay = decoupled_form ? o.weight_decay : 0;
   if (!concerns_adam_pass(m) || (amsgrad && !state.max_exp_avg_sq.defined())) {
-    impl::adam_detail::adam_update(param, grad, state, lr, betas, eps, l2_weight_decay, decoupled_weight_decay, amsgrad);
+    impl::adam_detail::adam_update(param, grad, state, o);
     return;
   }
   check_fits(param, grad);
-  const double beta1 = betas.first, beta2 = betas.second;
+  const double beta1 = o.betas.first, beta2 = o.betas.second;
   const double counted = static_cast<double>(state.step);
   double bc1 = 1 - std::pow(beta1, counted), bc2 = 1 - std::pow(beta2, counted);
   if (m == Mutant::AdamNoBiasCorrection) bc1 = bc2 = 1;
@@ -218,9 +222,10 @@ class MutantAdamFamily : public Base {
           state = static_cast<impl::AdamParamState*>(&this->set_state(p, impl::adam_detail::fresh_state(p, o.amsgrad)));
         state->step += 1;
         if (optimizer_step) state->step = optimizer_step;
-        double l2 = decoupled_ ? 0 : o.weight_decay, decoupled_decay = decoupled_ ? o.weight_decay : 0;
-        if (m_ == Mutant::AdamDecoupledDecay && !decoupled_) std::swap(l2, decoupled_decay);  // decays as AdamW
-        mutant_adam_update(m_, p, grad, *state, o.lr, o.betas, o.eps, l2, decoupled_decay, o.amsgrad);
+        using impl::adam_detail::WeightDecayForm;
+        impl::adam_detail::AdamStepOptions step = impl::adam_detail::step_options(
+            o, decoupled_ || m_ == Mutant::AdamDecoupledDecay ? WeightDecayForm::Decoupled : WeightDecayForm::L2);
+        mutant_adam_update(m_, p, grad, *state, step);
       }
     }
   }
@@ -295,7 +300,7 @@ class MutantRMSprop : public impl::RMSprop {
           }
         });
         if (missing)
-          throw impl::Error("other", "Expected a proper Tensor but got None (or an undefined Tensor in C++) for "
+          throw impl::Error(impl::ErrorKind::Other, "Expected a proper Tensor but got None (or an undefined Tensor in C++) for "
                                      "argument #0 'self'");
         p.bump_version();
       }
@@ -343,7 +348,7 @@ class MutantAdagrad : public impl::Optimizer {
           state = static_cast<impl::AdagradParamState*>(&set_state(p, fresh(p, o.initial_accumulator_value)));
         if (!state) {
           set_empty_state(p);
-          throw impl::Error("other", "state found NULL for the Tensor (added after construction, SEM-15.2)");
+          throw impl::Error(impl::ErrorKind::Other, "state found NULL for the Tensor (added after construction, SEM-15.2)");
         }
         state->step += 1;
         const int64_t counted = m_ == Mutant::AdagradLrDecayPerOptimizer ? optimizer_step : state->step;
