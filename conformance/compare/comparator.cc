@@ -441,29 +441,24 @@ class Comparer {
     return prev_ ? prev_->state.param(name) : nullptr;
   }
 
-  // SEMANTICS §5.3, §6.3: the operand magnitudes a step combined, for parameter `p` (tolerance.h).
+  // SEMANTICS §5.3, §6.3, §14.3, §15.3: the operand magnitudes a step combined, for parameter `p` (tolerance.h), as
+  // the program's optimizer describes them (optimizer_descriptions.h).
   StepScales step_scales(const ParamObservation& p) const {
     StepScales s;
     const ParamObservation* before = previous_param(p.name);
-    if (!is_action("step") || !before || !p.grad.defined) return s;
+    if (!is_action("step") || !before || !p.grad.defined || !ctx_.optimizer) return s;
     const std::vector<double>& g = p.grad.value.data;
     const std::vector<double>& old_value = before->value.data;
     if (g.size() != p.value.data.size() || old_value.size() != g.size()) return s;
-    double lr = 0, wd = 0, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 0;
-    bool first_group = true;
+    const OptimizerDescription& description = describe(*ctx_.optimizer);
+    std::vector<OptimizerOptions> groups;  // every group holding p, each option resolved
+    double wd = 0;
     for (const GroupObservation& group : e_.state.groups) {
       if (std::find(group.params.begin(), group.params.end(), p.name) == group.params.end()) continue;
-      const OptimizerOptions& o = group.options;
-      lr = std::max(lr, std::fabs(o.lr.value_or(0)));
-      wd = std::max(wd, std::fabs(o.weight_decay.value_or(0)));
-      momentum = std::max(momentum, std::fabs(o.momentum.value_or(0)));
-      if (first_group && o.betas) std::tie(beta1, beta2) = *o.betas;
-      if (first_group) eps = o.eps.value_or(0);
-      first_group = false;
+      wd = std::max(wd, std::fabs(group.options.weight_decay.value_or(0)));
+      groups.push_back(resolved_options(description.kind, group.options));
     }
-    if (first_group) return s;  // not in any group
-    OptimizerKind kind = ctx_.optimizer.value_or(p.state.exp_avg ? OptimizerKind::Adam : OptimizerKind::SGD);
-    const OptimizerDescription& description = describe(kind);
+    if (groups.empty()) return s;  // not in any group
     const double l2 = description.decoupled_weight_decay ? 0 : wd;  // AdamW decays p directly (SEM-6.4)
     const size_t n = g.size();
     s.gradient.resize(n);
@@ -473,47 +468,11 @@ class Comparer {
       s.gradient[i] = std::fabs(g[i]) + (l2 != 0 ? l2 * std::fabs(old_value[i]) : 0.0);
       s.gradient_sq[i] = s.gradient[i] * s.gradient[i];
     }
-    if (description.step_scales) {  // optimizer_descriptions.h: the optimizer's own scales
-      const GroupObservation* own = nullptr;
-      for (const GroupObservation& group : e_.state.groups)
-        if (!own && std::find(group.params.begin(), group.params.end(), p.name) != group.params.end()) own = &group;
-      const OptimizerOptions resolved = resolved_options(kind, own->options);
-      StepScaleOutputs out;
-      description.step_scales(StepScaleInputs{resolved, *before, p, s.gradient}, out);
-      if (out.update.size() == n) s.update = std::move(out.update);
-      for (auto& [field, scale] : out.state)
-        if (scale.size() == n) s.state[field] = std::move(scale);
-    } else if (kind == OptimizerKind::SGD) {
-      const TensorValue* buf_new = p.state.momentum_buffer ? &*p.state.momentum_buffer : nullptr;
-      const TensorValue* buf_old =
-          before->state.momentum_buffer ? &*before->state.momentum_buffer : nullptr;
-      for (size_t i = 0; i < n; ++i) {
-        double buf = 0;
-        if (buf_new && buf_new->data.size() == n) buf = std::max(buf, std::fabs(buf_new->data[i]));
-        if (buf_old && buf_old->data.size() == n) buf = std::max(buf, std::fabs(buf_old->data[i]));
-        s.update[i] = lr * (s.gradient[i] + momentum * buf);
-      }
-    } else if (p.state.step && p.state.exp_avg && p.state.exp_avg_sq) {
-      // LibTorch rounds (lr / bc1) * exp_avg before dividing by denom: in the subnormal range that product has
-      // an absolute error of a denormal, which the division by denom (~eps) magnifies. Floor: the dtype's
-      // smallest normal number over denom (tolerance.h, subnormals).
-      const double min_normal = p.value.dtype == DType::Float32 ? static_cast<double>(std::numeric_limits<float>::min())
-                                                                 : std::numeric_limits<double>::min();
-      const double step = static_cast<double>(*p.state.step);
-      const double bc1 = 1 - std::pow(beta1, step), bc2 = 1 - std::pow(beta2, step);
-      const TensorValue& v = p.state.max_exp_avg_sq ? *p.state.max_exp_avg_sq : *p.state.exp_avg_sq;
-      const TensorValue* m_old = before->state.exp_avg ? &*before->state.exp_avg : nullptr;
-      if (bc1 > 0 && bc2 > 0 && v.data.size() == n) {
-        for (size_t i = 0; i < n; ++i) {
-          const double m = (m_old && m_old->data.size() == n) ? std::fabs(m_old->data[i]) : 0;
-          const double denom = std::sqrt(std::fabs(v.data[i])) / std::sqrt(bc2) + eps;
-          // About five roundings at the update's scale on each side (sqrt, / sqrt(bc2), + eps, * lr/bc1,
-          // / denom): two independent implementations may differ by up to ~5 ULP of U, so the scale is 2U.
-          s.update[i] = 2 * lr / bc1 * (beta1 * m + (1 - beta1) * s.gradient[i]) / denom;
-          if (denom > 0) s.update[i] = std::max(s.update[i], min_normal / denom);
-        }
-      }
-    }
+    StepScaleOutputs out;
+    description.step_scales(StepScaleInputs{groups.front(), groups, *before, p, s.gradient}, out);
+    if (out.update.size() == n) s.update = std::move(out.update);
+    for (auto& [field, scale] : out.state)
+      if (scale.size() == n) s.state[field] = std::move(scale);
     // A parameter the step updates more than once (in two groups, or twice in one, SEM-7.4): every update rounds
     // at the magnitude the parameter has on the way, and the roundings add up.
     if (ctx_.repeated_update_peaks) {
@@ -604,15 +563,19 @@ class Comparer {
     const OptimizerStateObservation* aps = actual_before ? &actual_before->state : nullptr;
     const std::vector<double>* g = step.gradient.empty() ? nullptr : &step.gradient;
     const std::vector<double>* g2 = step.gradient_sq.empty() ? nullptr : &step.gradient_sq;
-    // Every state tensor of every optimizer (optimizer_descriptions.h), each its own quantity (tolerance.h).
-    // Scales: the optimizer's own where its description gives them, else the gradient for momentum buffers
-    // and first moments, its square for second moments.
+    // Every state tensor of every optimizer (optimizer_descriptions.h), each its own quantity (tolerance.h), at
+    // the scale the program's optimizer describes; none for a tensor it does not keep.
+    const std::vector<StateTensorDescription>* own_state = ctx_.optimizer ? &describe(*ctx_.optimizer).state : nullptr;
     for (const StateTensorDescription& t : all_state_tensors()) {
       const std::string field = t.name;
-      const std::vector<double>* scale = field == "exp_avg_sq" || field == "max_exp_avg_sq" ? g2 : g;
-      auto own = step.state.find(field);
-      if (own != step.state.end()) scale = &own->second;
-      else if (!step.state.empty()) scale = nullptr;
+      const std::vector<double>* scale = nullptr;
+      for (const StateTensorDescription& mine : own_state ? *own_state : std::vector<StateTensorDescription>{}) {
+        if (field != mine.name) continue;
+        if (mine.scale == StateScale::Gradient) scale = g;
+        if (mine.scale == StateScale::GradientSquared) scale = g2;
+        auto own = step.state.find(field);
+        if (mine.scale == StateScale::Own && own != step.state.end()) scale = &own->second;
+      }
       const Quantity q = quantity_from_name(field).value_or(Quantity::Param);
       compare_state_tensor(n, t.name, q, es.*t.field, as.*t.field, ps ? &(ps->*t.field) : nullptr,
                            aps ? &(aps->*t.field) : nullptr, scale);

@@ -1,6 +1,7 @@
 // Expectations: the file format, validation and matching (see expectations.h).
 #include "conformance/compare/expectations.h"
 
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/pytorch_version.h"
 #include "conformance/program/data_dir.h"
 
@@ -104,9 +105,9 @@ namespace {
 std::vector<std::string> numeric_sample_paths() {
   std::vector<std::string> out = {"p → value", "p → value[0]", "p → grad", "p → grad[0]", "handle h → value",
                                   "handle h → value[0]", "output → value", "output → value[0]"};
-  for (const char* s : {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum"}) {
-    out.push_back(std::string("p → ") + s);
-    out.push_back(std::string("p → ") + s + "[0]");
+  for (const StateTensorDescription& t : all_state_tensors()) {  // every optimizer's state (optimizer_descriptions.h)
+    out.push_back(std::string("p → ") + t.name);
+    out.push_back(std::string("p → ") + t.name + "[0]");
   }
   return out;
 }

@@ -1,12 +1,16 @@
 // Formula variants (see formula_variants.h). Evaluated for a difference in trace_comparison.cc.
 #include "conformance/compare/formula_variants.h"
 
+#include <algorithm>
 #include <map>
+
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 
 const std::vector<FormulaVariantInfo>& formula_variants() {
-  static const std::vector<FormulaVariantInfo> v = {
+  static const std::vector<FormulaVariantInfo> v = [] {
+    std::vector<FormulaVariantInfo> all = {
       {"relu.leaky_0.001", "forward outputs, backward grads and the handles holding them",
        "relu(x) = 0.001 x for x <= 0 (derivative 0.001): js-pytorch's nn.ReLU"},
       {"abs.grad_of_zero_is_minus_one", "backward grads and the handles holding them",
@@ -21,18 +25,16 @@ const std::vector<FormulaVariantInfo>& formula_variants() {
       {"backward.seeds_ones", "backward grads and the handles holding them",
        "a backward without a gradient seeds ones, whatever the output's shape (PyTorch refuses a non-scalar output): "
        "the grad is its own value before plus the gradient of sum(output): js-pytorch's Tensor.backward"},
-      {"adam.no_bias_correction", "step: parameter values",
-       "p = p_old - lr * exp_avg / (sqrt(exp_avg_sq) + eps) - lr * weight_decay * p_old, with the implementation's "
-       "own moments and group options: js-pytorch's optim.Adam"},
-      {"adam.moments_from_its_own_state", "step: exp_avg and exp_avg_sq",
-       "exp_avg = beta1 * m_old + (1 - beta1) * g, exp_avg_sq = beta2 * v_old + (1 - beta2) * g^2 from the "
-       "implementation's own previous moments (zero where it had none), grad and betas: the specification's update, "
-       "for a framework whose moments exist before the first step or whose step count differs"},
       {"step.adds_weight_decay_to_grad", "step: grads and the handles holding them",
        "the step leaves grad = grad_old + weight_decay * p_old (foreach Adam, RMSprop and Adagrad before 2.0)"},
-      {"sgd.nesterov_adds_momentum_buffer_to_grad", "step: grads and the handles holding them",
-       "the step leaves grad = grad_old + momentum * momentum_buffer (foreach SGD with nesterov)"},
-  };
+    };
+    // Each optimizer's own step variants (optimizer_descriptions.h), once each (Adam and AdamW share theirs).
+    for (const OptimizerDescription& d : optimizer_descriptions())
+      for (const StepFormulaVariant& sv : d.step_variants)
+        if (std::none_of(all.begin(), all.end(), [&](const FormulaVariantInfo& f) { return f.name == sv.name; }))
+          all.push_back({sv.name, sv.applies_to, sv.description});
+    return all;
+  }();
   return v;
 }
 

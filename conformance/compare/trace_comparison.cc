@@ -7,6 +7,7 @@
 
 #include "conformance/compare/error_budget.h"
 #include "conformance/compare/tolerance.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 
@@ -141,44 +142,17 @@ std::optional<double> TraceComparison::variant_value(const std::string& name, co
   const GroupObservation* group = group_of(actual, param);
   if (!group) return std::nullopt;
   const OptimizerOptions& o = group->options;
-  if (name == "adam.no_bias_correction") {
-    if (field != "value" || !after->state.exp_avg || !after->state.exp_avg_sq) return std::nullopt;
-    const auto p = element(before->value, i), m = element(*after->state.exp_avg, i), s = element(*after->state.exp_avg_sq, i);
-    if (!p || !m || !s || !o.lr) return std::nullopt;
-    const double lr = *o.lr, eps = o.eps.value_or(0), wd = o.weight_decay.value_or(0);
-    return *p + (-(*m * lr) / (std::sqrt(*s) + eps) + -(*p * (wd * lr)));  // js-pytorch's order: NaN at p = inf
-  }
-  if (name == "adam.moments_from_its_own_state") {
-    if ((field != "exp_avg" && field != "exp_avg_sq") || !before->grad.defined || !o.betas) return std::nullopt;
-    auto g = element(before->grad.value, i);
-    const std::optional<TensorValue>& old = field == "exp_avg" ? before->state.exp_avg : before->state.exp_avg_sq;
-    // Where the oracle had no moments before (its first step), the specification's are zero: moments the
-    // implementation made up before its first step (never judged) are not a baseline.
-    const ParamObservation* oracle_before = expected_previous_.state.param(param);
-    const bool oracle_had = oracle_before && (field == "exp_avg" ? oracle_before->state.exp_avg.has_value()
-                                                                 : oracle_before->state.exp_avg_sq.has_value());
-    const double previous = oracle_had && old ? element(*old, i).value_or(0) : 0;
-    if (!g) return std::nullopt;
-    const auto p = element(before->value, i);  // Adam's L2 term (SEM-6.3); AdamW decays p instead
-    if (program_.optimizer && program_.optimizer->kind == OptimizerKind::Adam && o.weight_decay && p)
-      *g += *o.weight_decay * *p;
-    if (field == "exp_avg") return o.betas->first * previous + (1 - o.betas->first) * *g;
-    return o.betas->second * previous + (1 - o.betas->second) * *g * *g;
-  }
-  if (field != "grad" || !before->grad.defined) return std::nullopt;
-  const auto g = element(before->grad.value, i);
-  if (!g) return std::nullopt;
-  if (name == "step.adds_weight_decay_to_grad") {
-    const auto p = element(before->value, i);
-    if (!p) return std::nullopt;
+  if (name == "step.adds_weight_decay_to_grad") {  // any optimizer with weight decay (foreach steps before 2.0)
+    if (field != "grad" || !before->grad.defined) return std::nullopt;
+    const auto g = element(before->grad.value, i), p = element(before->value, i);
+    if (!g || !p) return std::nullopt;
     return *g + o.weight_decay.value_or(0) * *p;
   }
-  if (name == "sgd.nesterov_adds_momentum_buffer_to_grad") {
-    if (!after->state.momentum_buffer) return std::nullopt;
-    const auto b = element(*after->state.momentum_buffer, i);
-    if (!b) return std::nullopt;
-    return *g + o.momentum.value_or(0) * *b;
-  }
+  // The program's optimizer's own variants (optimizer_descriptions.h).
+  if (!program_.optimizer) return std::nullopt;
+  for (const StepFormulaVariant& v : describe(program_.optimizer->kind).step_variants)
+    if (name == v.name)
+      return v.value(StepFormulaInputs{field, i, o, *before, *after, expected_previous_.state.param(param)});
   return std::nullopt;
 }
 

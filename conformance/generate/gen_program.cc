@@ -317,16 +317,24 @@ class ExprBuilder {
 // their own hand-written mix below (the order of picks decides every seeded program); every other optimizer
 // is generated from its description alone.
 
-const std::vector<double>& values_of(OptimizerKind kind, const char* option) { return find_option(kind, option)->values; }
+// The description's generator hooks draw from the program's stream (optimizer_descriptions.h).
+class PickerDraws : public OptionDraws {
+ public:
+  explicit PickerDraws(Picker& pick) : pick_(pick) {}
+  int below(int n) override { return pick_.below(n); }
 
-// A learning rate of `kind`, or now and then 0: a group with lr 0 still counts its steps and updates its
-// state (momentum buffer, moments), only the parameter stays (SEM-5.3, SEM-6.3).
+ private:
+  Picker& pick_;
+};
+
+// A learning rate of `kind`, or now and then 0 (OptionDraws::lr).
 double pick_lr(Picker& pick, OptimizerKind kind) {
-  return pick.chance(7) ? 0.0 : pick.element(describe(kind).lr_values);
+  PickerDraws draw(pick);
+  return draw.lr(describe(kind).lr_values);
 }
 
 // Unsets the options the scope excludes (features.h names them "sgd.momentum", ...) where they differ from
-// the option type's default, and a nesterov left without its momentum when invalid options are excluded.
+// the option type's default, and what that leaves invalid together when invalid options are excluded.
 void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& options) {
   if (!options.scope) return;
   const std::string k = std::string(optimizer_name(kind)) + ".";
@@ -334,9 +342,8 @@ void fit_options(OptimizerKind kind, OptimizerOptions& o, const GenOptions& opti
     if (!d.has_default) continue;  // SGD's lr is required: SGD is out of scope without it
     if (is_set(d, o) && !is_default(d, o) && !allowed(options, k + d.name)) unset(d, o);
   }
-  if (o.nesterov && *o.nesterov && (!o.momentum || *o.momentum <= 0 || o.dampening.value_or(0) != 0) &&
-      !allowed(options, "invalid_options"))
-    o.nesterov.reset();
+  if (describe(kind).unset_invalid_combinations && !allowed(options, "invalid_options"))
+    describe(kind).unset_invalid_combinations(o);
 }
 
 // Sets in `group` every option the optimizer's defaults set and the group leaves unset, so that the 1.13 rule
@@ -347,89 +354,45 @@ void complete_from_defaults(OptimizerOptions& group, const OptimizerOptions& def
     if (!is_set(any_option(name), group)) copy_if_set(any_option(name), defaults, group);
 }
 
-// Options of an optimizer without a hand-written mix: each option now and then at one of its values, and
+// Options of an optimizer without a generator of its own: each option now and then at one of its values, and
 // (for error cases) one option at a value the constructor rejects.
-OptimizerOptions make_described_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
-  const OptimizerDescription& d = describe(kind);
-  OptimizerOptions o;
+void generate_described_options(OptionDraws& draw, const OptimizerDescription& d, bool for_defaults,
+                                bool invalid_allowed, OptimizerOptions& o) {
   for (const OptionDescription& od : d.options) {
     if (std::string(od.name) == "lr") {
-      if (!od.has_default || pick.chance(70)) o.lr = pick_lr(pick, kind);
+      if (!od.has_default || draw.chance(70)) o.lr = draw.lr(d.lr_values);
       continue;
     }
-    if (!pick.chance(35)) continue;
+    if (!draw.chance(35)) continue;
     switch (od.type) {
       case OptionType::Number:
-        o.*od.number = od.values.empty() || pick.chance(20) ? od.default_number : pick.element(od.values);
+        o.*od.number = od.values.empty() || draw.chance(20) ? od.default_number : draw.element(od.values);
         break;
-      case OptionType::Flag: o.*od.flag = pick.chance(50); break;
+      case OptionType::Flag: o.*od.flag = draw.chance(50); break;
       case OptionType::Pair:
-        o.*od.pair = od.pair_values.empty() || pick.chance(20) ? od.default_pair : pick.element(od.pair_values);
+        o.*od.pair = od.pair_values.empty() || draw.chance(20) ? od.default_pair : draw.element(od.pair_values);
         break;
     }
   }
-  if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
+  if (invalid_allowed && draw.chance(for_defaults ? 4 : 10)) {
     std::vector<const OptionDescription*> rejectable;
     for (const OptionDescription& od : d.options)
       if (!od.invalid_values.empty() || !od.invalid_pair_values.empty()) rejectable.push_back(&od);
     if (!rejectable.empty()) {
-      const OptionDescription& od = *pick.element(rejectable);
-      if (od.type == OptionType::Pair) o.*od.pair = pick.element(od.invalid_pair_values);
-      else o.*od.number = pick.element(od.invalid_values);
+      const OptionDescription& od = *draw.element(rejectable);
+      if (od.type == OptionType::Pair) o.*od.pair = draw.element(od.invalid_pair_values);
+      else o.*od.number = draw.element(od.invalid_values);
     }
   }
-  return o;
-}
-
-OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options);
-
-OptimizerOptions make_any_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
-  OptimizerOptions o;
-  if (kind == OptimizerKind::SGD) {
-    // SGD has no default lr (SEM-5.1): validate() requires it in the defaults and in a group's options.
-    o.lr = pick_lr(pick, kind);
-    if (pick.chance(50)) o.momentum = pick.element(values_of(kind, "momentum"));
-    if (pick.chance(25)) o.dampening = pick.element(values_of(kind, "dampening"));
-    if (pick.chance(30)) {
-      const bool valid_nesterov = o.momentum && *o.momentum > 0 && (!o.dampening || *o.dampening == 0);
-      o.nesterov = valid_nesterov ? pick.chance(80) : false;
-    }
-    if (pick.chance(30)) o.weight_decay = pick.element(values_of(kind, "weight_decay"));
-    if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
-      // SEM-5.2: rejected for the defaults; a group's own options are not validated.
-      switch (pick.below(5)) {
-        case 0: o.lr = -0.1; break;
-        case 1: o.momentum = -0.5; break;
-        case 2: o.weight_decay = -0.01; break;
-        case 3: o.nesterov = true; o.momentum = 0.0; break;
-        default: o.nesterov = true; o.momentum = 0.9; o.dampening = 0.5; break;
-      }
-    }
-  } else if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW) {
-    if (pick.chance(70)) o.lr = pick_lr(pick, kind);
-    if (pick.chance(30)) o.betas = pick.element(find_option(kind, "betas")->pair_values);
-    if (pick.chance(20)) o.eps = pick.element(values_of(kind, "eps"));
-    if (pick.chance(35)) o.weight_decay = pick.element(values_of(kind, "weight_decay"));
-    if (pick.chance(35)) o.amsgrad = pick.chance(60);
-    if (options.error_cases && allowed(options, "invalid_options") && pick.chance(for_defaults ? 4 : 10)) {
-      // SEM-6.1.
-      switch (pick.below(6)) {
-        case 0: o.lr = -0.001; break;
-        case 1: o.eps = -1e-8; break;
-        case 2: o.betas = std::make_pair(1.0, 0.999); break;
-        case 3: o.betas = std::make_pair(-0.1, 0.999); break;
-        case 4: o.betas = std::make_pair(0.9, 1.0); break;
-        default: o.weight_decay = -0.1; break;
-      }
-    }
-  } else {
-    o = make_described_options(pick, kind, for_defaults, options);
-  }
-  return o;
 }
 
 OptimizerOptions make_options(Picker& pick, OptimizerKind kind, bool for_defaults, const GenOptions& options) {
-  OptimizerOptions o = make_any_options(pick, kind, for_defaults, options);
+  const OptimizerDescription& d = describe(kind);
+  PickerDraws draw(pick);
+  const bool invalid_allowed = options.error_cases && allowed(options, "invalid_options");
+  OptimizerOptions o;
+  if (d.generate_options) d.generate_options(draw, for_defaults, invalid_allowed, o);
+  else generate_described_options(draw, d, for_defaults, invalid_allowed, o);
   fit_options(kind, o, options);
   return o;
 }
@@ -440,17 +403,13 @@ OptimizerOptions make_option_change(Picker& pick, OptimizerKind kind, const GenO
   if (pick.chance(75)) change.lr = pick_lr(pick, kind);
   if (!change.lr || pick.chance(30)) {
     OptimizerOptions other = make_options(pick, kind, false, options);
-    if (kind == OptimizerKind::SGD) {
-      if (other.momentum && pick.chance(60)) change.momentum = other.momentum;
-      if (other.dampening) change.dampening = other.dampening;
-      if (other.nesterov) change.nesterov = other.nesterov;
-    } else if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW) {
-      if (other.betas) change.betas = other.betas;
-      if (other.eps) change.eps = other.eps;
-      if (other.amsgrad) change.amsgrad = other.amsgrad;
+    const OptimizerDescription& d = describe(kind);
+    if (d.carry_into_change) {
+      PickerDraws draw(pick);
+      d.carry_into_change(draw, other, change);
     } else {
-      for (const OptionDescription& d : describe(kind).options)
-        if (std::string(d.name) != "lr" && std::string(d.name) != "weight_decay") copy_if_set(d, other, change);
+      for (const OptionDescription& od : d.options)
+        if (std::string(od.name) != "lr" && std::string(od.name) != "weight_decay") copy_if_set(od, other, change);
     }
     if (other.weight_decay) change.weight_decay = other.weight_decay;
     if (!change.lr && other.lr && pick.chance(50)) change.lr = other.lr;
@@ -987,9 +946,10 @@ Program generate_program(Picker& pick, const GenOptions& options) {
     const int kinds = static_cast<int>(optimizer_descriptions().size());
     OptimizerKind kind = options.optimizer ? *options.optimizer
                                            : optimizer_descriptions()[pick.below(kinds)].kind;
-    // The next kind the scope allows (SGD needs its lr, SEM-5.1); none: no optimizer.
+    // The next kind the scope allows, with its lr where the lr has no default (SGD, SEM-5.1); none: no optimizer.
     auto kind_ok = [&](OptimizerKind k) {
-      return allowed(options, optimizer_name(k)) && (k != OptimizerKind::SGD || allowed(options, "sgd.lr"));
+      const bool lr_required = !describe(k).options.front().has_default;
+      return allowed(options, optimizer_name(k)) && (!lr_required || allowed(options, std::string(optimizer_name(k)) + ".lr"));
     };
     for (int i = 0; i < kinds && !kind_ok(kind); ++i)
       kind = optimizer_descriptions()[(static_cast<int>(kind) + 1) % kinds].kind;

@@ -52,23 +52,31 @@ struct OptionDescription {
   std::vector<double> unstable_values;
 };
 
+// The operand magnitudes a state tensor's update combines, for its tolerance (tolerance.h): the gradient the step
+// read (|g| + |L2 term|, per element; SGD's momentum buffer, Adam's first moment), its square (Adam's second
+// moments), or the optimizer's own (StepScaleOutputs::state).
+enum class StateScale { Gradient, GradientSquared, Own };
+
 // A state tensor. Its name is the trace's JSON key, the tolerance quantity's name and the comparator's field.
 struct StateTensorDescription {
   const char* name = "";
   std::optional<TensorValue> OptimizerStateObservation::*field = nullptr;
+  StateScale scale = StateScale::Own;
 };
 
 // Tolerance: what one step of one parameter combined, per element (tolerance.h). The comparator supplies the
 // expected side's records; `options` are the parameter's group's options, every field resolved.
 struct StepScaleInputs {
-  const OptimizerOptions& options;
+  const OptimizerOptions& options;  // of the parameter's first group
+  // Of every group that holds the parameter, in order (a parameter in two groups steps twice, SEM-7.4).
+  const std::vector<OptimizerOptions>& groups;
   const ParamObservation& before;   // the parameter before the step (value, grad, state)
   const ParamObservation& after;    // after it
   const std::vector<double>& gradient;  // |g| + |L2 term| per element (0 for decoupled weight decay)
 };
 struct StepScaleOutputs {
   std::vector<double> update;                         // the parameter's update at operand magnitudes
-  std::map<std::string, std::vector<double>> state;  // per state tensor name: the operands it combined
+  std::map<std::string, std::vector<double>> state;  // per state tensor of StateScale::Own: what it combined
 };
 
 // Error budget: one parameter's step in double, on one side's numbers (error_budget.h).
@@ -76,6 +84,40 @@ struct ShadowParam {
   std::vector<double> p, g;
   int64_t step = 0;
   std::map<std::string, std::vector<double>> state;  // per state tensor name; absent: not (yet) created
+};
+
+// A step formula variant: how a framework's step computes a value differently from the specification, named for
+// expectations that accept it ({"accept": {"variant": NAME}}, conformance/compare/formula_variants.h), evaluated in
+// double at the implementation's own inputs.
+struct StepFormulaInputs {
+  const std::string& field;               // "value", "grad", "exp_avg", ...
+  size_t index;                           // the element
+  const OptimizerOptions& options;        // the parameter's group's, as the implementation reported them
+  const ParamObservation& before;         // the implementation's parameter before the step
+  const ParamObservation& after;          // after it
+  const ParamObservation* oracle_before;  // the oracle's before the step; null: none
+};
+struct StepFormulaVariant {
+  const char* name = "";        // "adam.no_bias_correction"
+  const char* applies_to = "";  // "step: parameter values"
+  const char* description = "";
+  std::optional<double> (*value)(const StepFormulaInputs& in) = nullptr;  // nullopt: not applicable there
+};
+
+// The random draws a description's generator hooks make (generate/gen_program.cc supplies them from its RapidCheck
+// stream; the order of draws is part of a seed's programs, so a hook draws exactly as it always has).
+class OptionDraws {
+ public:
+  virtual ~OptionDraws() = default;
+  virtual int below(int n) = 0;  // uniform in [0, n)
+  bool chance(int percent) { return below(100) < percent; }
+  template <class T>
+  const T& element(const std::vector<T>& items) {
+    return items[static_cast<size_t>(below(static_cast<int>(items.size())))];
+  }
+  // A learning rate: one of `lr_values`, or now and then 0 (a group with lr 0 still counts its steps and updates
+  // its state, SEM-5.3, SEM-6.3).
+  double lr(const std::vector<double>& lr_values) { return chance(7) ? 0.0 : element(lr_values); }
 };
 
 struct OptimizerDescription {
@@ -93,13 +135,31 @@ struct OptimizerDescription {
   std::vector<double> lr_values;           // the generator's learning rates
   // Whether the constructor rejects these defaults (each field resolved) with invalid_option.
   bool (*rejects)(const OptimizerOptions& resolved) = nullptr;
-  // Tolerance scales of one step (null: the comparator's own rules for SGD and the Adam family).
+  // Generator (null: each option now and then at one of its `values`, gen_program.cc). `invalid_allowed`: the run
+  // may generate options the constructor rejects (SEM-5.2, SEM-6.1), now and then one such.
+  void (*generate_options)(OptionDraws& draw, bool for_defaults, bool invalid_allowed, OptimizerOptions& o) = nullptr;
+  // set_options: the options of another draw `other` that a change carries besides lr and weight_decay (null: every
+  // one that `other` sets).
+  void (*carry_into_change)(OptionDraws& draw, const OptimizerOptions& other, OptimizerOptions& change) = nullptr;
+  // Unsets what makes valid options invalid together once the scope unset some of them (SGD: nesterov without its
+  // momentum), for a run that generates no invalid options. Null: nothing.
+  void (*unset_invalid_combinations)(OptimizerOptions& o) = nullptr;
+  // Known deviations of frameworks' steps that expectations may accept by name.
+  std::vector<StepFormulaVariant> step_variants;
+  // Tolerance scales of one step.
   void (*step_scales)(const StepScaleInputs& in, StepScaleOutputs& out) = nullptr;
-  // The step in double (null: error_budget.cc's own SGD and Adam family). Returns false where the step fails on
-  // this state (a state tensor the options need was not created, SEM-14.2, SEM-15.2), having done to `s` what the
-  // engines do before failing (RMSprop: the count and square_avg) and leaving the parameter unchanged; the engines'
-  // whole step stops there.
+  // The step in double. Returns false where the step fails on this state (a state tensor the options need was not
+  // created, SEM-14.2, SEM-15.2), having done to `s` what the engines do before failing (RMSprop: the count and
+  // square_avg) and leaving the parameter unchanged; the engines' whole step stops there.
   bool (*step_in_double)(const OptimizerOptions& resolved, ShadowParam& s) = nullptr;
+  // Optional refinements of the error budget for a parameter the step updated once: its new value computed from
+  // one side's own observed new state (what that side's engine used) rather than from the shadow's, and state
+  // tensors likewise (a max that reads the new second moment in place). Null: the shadow's values.
+  std::optional<std::vector<double>> (*value_from_observed_state)(const OptimizerOptions& resolved,
+                                                                  const ParamObservation& before,
+                                                                  const ParamObservation& after) = nullptr;
+  void (*state_from_observed_state)(const ParamObservation& before, const ParamObservation& after,
+                                    std::map<std::string, std::vector<double>>& state) = nullptr;
 };
 
 // Every description, in OptimizerKind order.
