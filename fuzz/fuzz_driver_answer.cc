@@ -1,5 +1,5 @@
 // Fuzz target: what lockstep reads from a driver (fixtures/PROTOCOL.md): the hello's capabilities and the answer
-// lines, i.e. parse_driver_answer() (conformance/run/external_driver.h) with the trace reader behind it
+// lines, i.e. parse_driver_answer() (conformance/run/driver_protocol.h) with the trace reader behind it
 // (trace_from_json, conformance/program/trace_json.h), announced_fields() and capabilities_from_hello()
 // (conformance/run/capabilities.h).
 //
@@ -34,12 +34,12 @@
 #include "conformance/program/json_reader.h"
 #include "conformance/program/trace_json.h"
 #include "conformance/run/capabilities.h"
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 #include "fuzz/fuzz_common.h"
 
 namespace {
 // The request id the answers are for (fuzz/seed_corpus.sh writes it), and the nesting bound the driver's lines
-// are parsed with (conformance/run/external_driver.cc; keep in step with it).
+// are parsed with (conformance/run/driver_protocol.cc; keep in step with it).
 const char* const kRequestId = "fuzz";
 constexpr int kDriverLineDepth = 512;
 }  // namespace

@@ -68,7 +68,7 @@ TEST(CleanupGuard, SigkillMidSetLeavesTheSetCompleteAndNothingBehind) {
     cleanup_guard::rename_on_exit(files::join(d, ".a.tmp"), files::join(d, "a"));
     cleanup_guard::rename_on_exit(files::join(d, ".b.tmp"), files::join(d, "b"));
     if (::rename(files::join(d, ".a.tmp").c_str(), files::join(d, "a").c_str()) != 0) ::_exit(4);
-    // A driver's child that left its process group, with this process's token (external_driver.h).
+    // A driver's child that left its process group, with this process's token (driver_process.h).
     const std::string token = "LOCKSTEP_DRIVER_TOKEN=" + std::to_string(::getpid()) + "-0";
     const std::string script = "echo $$ > " + pid_file + "; exec sleep 60";
     const char* argv[] = {"setsid", "sh", "-c", script.c_str(), nullptr};

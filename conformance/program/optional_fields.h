@@ -10,7 +10,7 @@
 // Adding one: a line in optional_fields() (optional_fields.cc), an std::optional member in trace.h, its JSON in
 // trace_json.cc, its comparison in comparator.cc, the engines' observe(), SEMANTICS §8 and PROTOCOL.md 4a.
 // A driver newer than this lockstep may announce and report a field it does not know: the field is dropped from
-// its answers before they are read (external_driver.h) and the hello gets a warning.
+// its answers before they are read (driver_protocol.h) and the hello gets a warning.
 //
 // Example:
 //   if (!is_optional_field("param.same_as_previous")) ...

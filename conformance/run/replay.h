@@ -1,5 +1,5 @@
 // Replaying golden fixtures (fixture.h) on an engine: in-process, or through an external driver
-// (external_driver.h), with an optional expected-failures file and tolerance-overrides file.
+// (driver_process.h), with an optional expected-failures file and tolerance-overrides file.
 //
 // Replay has no oracle at run time, so there is no re-synchronisation: the engine's trace is compared with the
 // fixture's expected trace record by record (comparator.h, compare_records, with the previous expected record
@@ -40,7 +40,7 @@
 #include "conformance/compare/expectations.h"
 #include "conformance/compare/trace_comparison.h"
 #include "conformance/run/engine.h"
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/lockstep_runner.h"
 #include "conformance/compare/tolerance.h"

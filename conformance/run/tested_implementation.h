@@ -20,7 +20,7 @@
 #include "conformance/program/trace.h"
 #include "conformance/run/capabilities.h"
 #include "conformance/run/engine.h"
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 #include "conformance/run/lockstep_runner.h"
 
 namespace lockstep {

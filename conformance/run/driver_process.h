@@ -1,4 +1,5 @@
-// Driving an implementation in any language over a pipe: the driver protocol of fixtures/PROTOCOL.md.
+// A driver process: an implementation in any language behind a pipe (fixtures/PROTOCOL.md). This file starts,
+// watches, restarts and kills the process and moves lines; driver_protocol.h reads and writes what the lines say.
 //
 // A driver is a command (run with `/bin/sh -c COMMAND`, in its own process group) that reads one request
 // per line on stdin and writes one answer per line on stdout, in order:
@@ -49,7 +50,7 @@
 //
 // Example:
 //   ExternalDriver driver("python3 tools/adapters/pytorch_driver.py", DriverOptions{});
-//   DriverOutcome out = run_on_driver(driver, "case-1", program);
+//   DriverOutcome out = run_on_driver(driver, "case-1", program);  // driver_protocol.h
 //   if (driver.startup_failed()) { std::cerr << driver.startup_failure(); return 2; }
 //   if (out.kind == DriverOutcome::Kind::Trace) ... out.trace ...
 //   else if (out.kind == DriverOutcome::Kind::Unsupported) ... out.feature ...
@@ -63,13 +64,10 @@
 
 #include <chrono>
 #include <cstddef>
-#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/program/program.h"
-#include "conformance/program/trace.h"
 
 namespace lockstep {
 
@@ -186,6 +184,9 @@ class ExternalDriver {
   StartResult start(std::string& failure, std::string& stderr_excerpt);  // spawn + hello
   Exchange exchange(const std::string& line, std::chrono::steady_clock::time_point deadline,
                     std::chrono::milliseconds timeout);
+  bool take_buffered_line(std::string& line);  // an answer line already read, taken out of the buffer
+  ssize_t read_stdout_now();                   // what stdout holds now into the buffer: read()'s result
+  void read_stderr_now(Exchange& x);           // what stderr holds now into x's excerpt and count
   Exchange ended(Exchange x, size_t written);  // its stdout or its own process ended: Exited, and it is killed
   bool main_process_ended();  // reaped (WNOHANG) now or before; the status is kept for reap()
   std::string reap();  // waits a moment for the exited driver; "exited with status 3" / "was killed by ..."
@@ -220,41 +221,5 @@ class ExternalDriver {
   int faults_in_a_row_ = 0;
   std::string last_fault_category_;
 };
-
-// ---------------------------------------------------------------------------------------------------------
-// The protocol on top of the pipe.
-
-// {"id": ID, "program": PROGRAM} as one line (compact JSON, no newline).
-std::string driver_request_line(const std::string& id, const nlohmann::ordered_json& program_json);
-
-// One program's outcome on a driver.
-struct DriverOutcome {
-  enum class Kind { Trace, Unsupported, Failure };
-  Kind kind = Kind::Failure;
-  Trace trace;                  // Trace
-  std::string feature;          // Unsupported: the feature the driver named
-  std::string failure;          // Failure: a readable sentence ("timed out after 10000 ms", ...)
-  std::string failure_category; // Failure: "driver_exited", "timeout", "stderr_flood", "garbage", ...,
-                                // "startup_failed" (the driver cannot start: stop the run, startup_failed())
-  std::string stderr_excerpt;
-  std::chrono::nanoseconds elapsed{0};
-};
-
-// Reads an answer line for request `id` (no I/O). A malformed answer gives a Failure with category
-// "garbage" naming the JSON pointer of the problem; an answer for another id, category "wrong_id". A trace
-// that lacks an optional field the hello announces (`observes`, optional_fields.h) is garbage too, naming
-// the first observation without it.
-DriverOutcome parse_driver_answer(const std::string& line, const std::string& id,
-                                  const std::set<std::string>& observes = {});
-
-// The optional trace fields a hello announces ("observes"), as far as they are strings (capabilities.h
-// reports the wrong types).
-std::set<std::string> announced_fields(const nlohmann::ordered_json& hello);
-
-// Sends the program, reads the answer, parses it (with the fields the driver's hello announces). After any
-// failure the driver is killed, so the next program starts with a fresh process (a driver out of step cannot
-// answer for the wrong program).
-DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
-                            const nlohmann::ordered_json& program_json);
 
 }  // namespace lockstep

@@ -1,7 +1,7 @@
-// Tests of the driver protocol's transport (external_driver.h): every way a driver can misbehave gives a clear
+// Tests of the driver protocol's transport (driver_process.h): every way a driver can misbehave gives a clear
 // per-program failure, and the next program gets a fresh driver; the start-up hello, old drivers without it,
 // and drivers that cannot start (one start-up failure for the run, not one per program).
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_process.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,8 +19,6 @@
 #include <fmt/format.h>
 
 #include "conformance/program/json_reader.h"
-#include "conformance/program/optional_fields.h"
-#include "conformance/program/trace_json.h"
 
 extern char** environ;
 
@@ -318,6 +316,43 @@ std::string ExternalDriver::reap() {
   return what;
 }
 
+// An answer line already read from stdout (the driver may have written ahead), taken out of the buffer. Only the
+// bytes not searched yet are searched: a long line arriving in chunks costs linear time, not quadratic.
+bool ExternalDriver::take_buffered_line(std::string& line) {
+  const size_t from = std::min(stdout_scanned_, stdout_buffer_.size());
+  const size_t nl = stdout_buffer_.find('\n', from);
+  bytes_searched_ += (nl == std::string::npos ? stdout_buffer_.size() : nl + 1) - from;
+  if (nl == std::string::npos) {
+    stdout_scanned_ = stdout_buffer_.size();
+    return false;
+  }
+  line = stdout_buffer_.substr(0, nl);
+  stdout_buffer_.erase(0, nl + 1);
+  stdout_scanned_ = 0;
+  return true;
+}
+
+// Reads what stdout holds now into the buffer: read()'s result (0 at its end, -1 with nothing to read).
+ssize_t ExternalDriver::read_stdout_now() {
+  char chunk[65536];
+  const ssize_t r = ::read(stdout_fd_, chunk, sizeof chunk);
+  if (r > 0) stdout_buffer_.append(chunk, static_cast<size_t>(r));
+  return r;
+}
+
+// Reads what stderr holds now into the exchange's excerpt and count; closes it at its end.
+void ExternalDriver::read_stderr_now(Exchange& x) {
+  char chunk[65536];
+  const ssize_t r = ::read(stderr_fd_, chunk, sizeof chunk);
+  if (r > 0) {
+    const size_t room = options_.stderr_excerpt_bytes - std::min(options_.stderr_excerpt_bytes, x.stderr_excerpt.size());
+    x.stderr_excerpt.append(chunk, std::min(static_cast<size_t>(r), room));
+    x.stderr_bytes += static_cast<size_t>(r);
+  } else if (r == 0) {
+    close_fd(stderr_fd_);
+  }
+}
+
 // Writes `to_write` and waits until `deadline` for one line on stdout. Anything but a line kills the driver.
 ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, Clock::time_point deadline,
                                                   std::chrono::milliseconds timeout) {
@@ -330,21 +365,9 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
   };
   size_t written = 0;
   bool stdin_broken = false;
-  char chunk[65536];
 
   while (true) {
-    // An answer already buffered (the driver may have written ahead).
-    // Only the bytes not searched yet: a long line arriving in chunks costs linear time, not quadratic.
-    const size_t from = std::min(stdout_scanned_, stdout_buffer_.size());
-    size_t nl = stdout_buffer_.find('\n', from);
-    bytes_searched_ += (nl == std::string::npos ? stdout_buffer_.size() : nl + 1) - from;
-    if (nl != std::string::npos) {
-      x.line = stdout_buffer_.substr(0, nl);
-      stdout_buffer_.erase(0, nl + 1);
-      stdout_scanned_ = 0;
-      return finish(DriverReply::Status::Line, "");
-    }
-    stdout_scanned_ = stdout_buffer_.size();
+    if (take_buffered_line(x.line)) return finish(DriverReply::Status::Line, "");
     if (stdout_buffer_.size() > options_.max_answer_bytes)
       return finish(DriverReply::Status::LineTooLong,
                     fmt::format("the driver wrote an answer line longer than {} bytes", options_.max_answer_bytes));
@@ -372,10 +395,7 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
     // have answered and then exited); after that it is gone, even if a child it left holds the pipe open.
     if (pr == 0 && main_process_ended()) {
       bool more = false;
-      for (ssize_t r; stdout_fd_ >= 0 && (r = ::read(stdout_fd_, chunk, sizeof chunk)) > 0;) {
-        stdout_buffer_.append(chunk, static_cast<size_t>(r));
-        more = true;
-      }
+      while (stdout_fd_ >= 0 && read_stdout_now() > 0) more = true;
       if (more) continue;
       return ended(std::move(x), written);
     }
@@ -389,32 +409,17 @@ ExternalDriver::Exchange ExternalDriver::exchange(const std::string& to_write, C
       }
     }
     if (err_i >= 0 && (fds[err_i].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t r = ::read(stderr_fd_, chunk, sizeof chunk);
-      if (r > 0) {
-        size_t keep = std::min(static_cast<size_t>(r),
-                               options_.stderr_excerpt_bytes - std::min(options_.stderr_excerpt_bytes,
-                                                                        x.stderr_excerpt.size()));
-        x.stderr_excerpt.append(chunk, keep);
-        x.stderr_bytes += static_cast<size_t>(r);
-        if (x.stderr_bytes > options_.max_stderr_bytes) {
-          // Still flooding from before this request, which it has not read: not this program's (request()).
-          x.read_request = read_some_of_last(written);
-          return finish(DriverReply::Status::StderrFlood,
-                        fmt::format("the driver wrote more than {} bytes on stderr for one program (killed)",
-                                    options_.max_stderr_bytes));
-        }
-      } else if (r == 0) {
-        close_fd(stderr_fd_);
+      read_stderr_now(x);
+      if (x.stderr_bytes > options_.max_stderr_bytes) {
+        // Still flooding from before this request, which it has not read: not this program's (request()).
+        x.read_request = read_some_of_last(written);
+        return finish(DriverReply::Status::StderrFlood,
+                      fmt::format("the driver wrote more than {} bytes on stderr for one program (killed)",
+                                  options_.max_stderr_bytes));
       }
     }
-    if (out_i >= 0 && (fds[out_i].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t r = ::read(stdout_fd_, chunk, sizeof chunk);
-      if (r > 0) {
-        stdout_buffer_.append(chunk, static_cast<size_t>(r));
-      } else if (r == 0) {
-        return ended(std::move(x), written);
-      }
-    }
+    if (out_i >= 0 && (fds[out_i].revents & (POLLIN | POLLHUP | POLLERR)) && read_stdout_now() == 0)
+      return ended(std::move(x), written);
   }
 }
 
@@ -648,120 +653,6 @@ DriverReply ExternalDriver::request(const std::string& line) {
     reply.elapsed = Clock::now() - t0;
     return reply;
   }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-
-std::string driver_request_line(const std::string& id, const nlohmann::ordered_json& program_json) {
-  nlohmann::ordered_json request;
-  request["id"] = id;
-  request["program"] = program_json;
-  return request.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-std::set<std::string> announced_fields(const nlohmann::ordered_json& hello) {
-  std::set<std::string> out;
-  if (!hello.is_object() || !hello.contains("observes") || !hello.at("observes").is_array()) return out;
-  for (const auto& name : hello.at("observes"))
-    if (name.is_string()) out.insert(name.get<std::string>());
-  return out;
-}
-
-DriverOutcome parse_driver_answer(const std::string& line, const std::string& id, const std::set<std::string>& observes) {
-  DriverOutcome out;
-  auto garbage = [&](const std::string& pointer, const std::string& message) {
-    out.kind = DriverOutcome::Kind::Failure;
-    out.failure_category = "garbage";
-    out.failure = fmt::format("the driver's answer is not a valid answer{}: {} (line: {})",
-                              pointer.empty() ? "" : " at " + pointer, message, truncate_for_message(line));
-    return out;
-  };
-  nlohmann::ordered_json doc;
-  try {
-    doc = parse_json_text(line, 512);
-  } catch (const JsonError& e) {
-    return garbage(e.pointer(), "not JSON: " + e.message());
-  }
-  if (!doc.is_object()) return garbage("", std::string("expected an object, got ") + json_type_name(doc));
-  try {
-    JsonObjectReader r(doc, "", "an answer");
-    std::string answer_id = r.string("id");
-    if (answer_id != id) {
-      out.kind = DriverOutcome::Kind::Failure;
-      out.failure_category = "wrong_id";
-      out.failure = fmt::format("the driver answered id '{}' for request '{}' (out of step)",
-                                truncate_for_message(answer_id), id);
-      return out;
-    }
-    const auto* trace = r.optional("trace");
-    const auto* unsupported = r.optional("unsupported");
-    r.finish(/*allow_comment=*/false);
-    if ((trace != nullptr) == (unsupported != nullptr))
-      return garbage("", "an answer holds exactly one of \"trace\" and \"unsupported\"");
-    if (unsupported) {
-      out.kind = DriverOutcome::Kind::Unsupported;
-      out.feature = string_from_json(*unsupported, "/unsupported");
-      if (out.feature.empty()) return garbage("/unsupported", "the feature name is empty");
-      // Kept in every report of the case: bounded (docs/programs-and-limits.md "Limits").
-      out.feature = truncate_for_message(out.feature, kMaxUnsupportedBytes);
-      return out;
-    }
-    // A field a newer driver announces and this lockstep does not know (optional_fields.h): dropped unread. One
-    // the reader knows stays whatever the hello says ("observes": ["param.grad"] drops no grad).
-    nlohmann::ordered_json known_only;
-    const std::vector<std::string>& known_keys = param_observation_keys();
-    for (const std::string& field : observes) {
-      const std::string key = param_field_key(field);
-      if (is_optional_field(field) || key.empty() ||
-          std::find(known_keys.begin(), known_keys.end(), key) != known_keys.end())
-        continue;
-      if (known_only.is_null()) known_only = *trace;
-      auto drop = [&](nlohmann::ordered_json& record) {
-        if (!record.is_object() || !record.contains("params") || !record["params"].is_object()) return;
-        for (auto it = record["params"].begin(); it != record["params"].end(); ++it)
-          if (it->is_object()) it->erase(key);
-      };
-      if (known_only.is_object()) {
-        if (known_only.contains("init")) drop(known_only["init"]);
-        if (known_only.contains("records") && known_only["records"].is_array())
-          for (auto& record : known_only["records"]) drop(record);
-      }
-    }
-    try {
-      out.trace = trace_from_json(known_only.is_null() ? *trace : known_only);
-    } catch (const JsonError& e) {
-      return garbage(json_pointer_append("", "trace") + e.pointer(), e.message());
-    }
-    for (const std::string& field : observes) {
-      if (!is_optional_field(field)) continue;
-      if (const std::optional<std::string> where = first_missing(out.trace, field))
-        return garbage("/trace" + *where, "no \"" + param_field_key(field) + "\", which the hello announces (\"observes\": \"" +
-                                              field + "\"); a driver reports an announced field in every record");
-    }
-    out.kind = DriverOutcome::Kind::Trace;
-    return out;
-  } catch (const JsonError& e) {
-    return garbage(e.pointer(), e.message());
-  }
-}
-
-DriverOutcome run_on_driver(ExternalDriver& driver, const std::string& id,
-                            const nlohmann::ordered_json& program_json) {
-  DriverReply reply = driver.request(driver_request_line(id, program_json));
-  DriverOutcome out;
-  if (reply.status == DriverReply::Status::Line) {
-    out = parse_driver_answer(reply.line, id, announced_fields(driver.hello()));
-    if (out.kind == DriverOutcome::Kind::Failure) driver.kill();  // it may be out of step
-  } else {
-    out.kind = DriverOutcome::Kind::Failure;
-    out.failure_category = driver_status_name(reply.status);
-    out.failure = reply.detail;
-  }
-  out.stderr_excerpt = std::move(reply.stderr_excerpt);
-  out.elapsed = reply.elapsed;
-  if (out.kind == DriverOutcome::Kind::Failure) driver.count_fault(out.failure_category, out.failure);
-  else driver.count_answer();
-  return out;
 }
 
 }  // namespace lockstep
