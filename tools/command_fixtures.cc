@@ -33,6 +33,8 @@
 #include "tools/engines.h"
 #include "conformance/program/file_system.h"
 #include "conformance/program/pytorch_version.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 
@@ -541,6 +543,22 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     return kExitDiscrepancies;
   }
   return kExitOk;
+}
+
+CLI::App* add_fixtures_command(CLI::App& app, FixturesGenerateArgs& args, CLI::App*& generate) {
+  CLI::App* fixtures = app.add_subcommand("fixtures", "The golden fixture corpus");
+  fixtures->require_subcommand(1);
+  generate = fixtures->add_subcommand(
+      "generate", "Regenerate fixtures/corpus from the oracle (deterministic) and the coverage table");
+  generate->add_option("--out", args.out_dir, "Output directory (default: the source tree's fixtures/)");
+  generate->add_option("--seed", args.seed, "Seed of the random corpus")->capture_default_str();
+  generate->add_option("--max-random", args.max_random, "At most this many random fixtures")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  generate->add_flag("--version-dependent-only", args.version_dependent_only,
+                     "Write only the named cases whose checks depend on the PyTorch version, as this oracle's "
+                     "recordings (LibTorch 2.x: corpus/cases-torch2/ID-torch2.json; SEMANTICS 12.5)");
+  return fixtures;
 }
 
 }  // namespace lockstep::tools

@@ -8,6 +8,8 @@
 #include "conformance/report/conformance_matrix.h"
 #include "tools/commands.h"
 #include "conformance/program/file_system.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 
@@ -41,6 +43,21 @@ int command_matrix(const MatrixArgs& args) {
   }
   fmt::print("matrix: {0}/conformance-matrix.md, {0}/conformance-matrix.html\n", args.out_dir);
   return args.strict && unexplained > 0 ? kExitDiscrepancies : kExitOk;
+}
+
+CLI::App* add_matrix_command(CLI::App& app, MatrixArgs& args) {
+  CLI::App* matrix = app.add_subcommand(
+      "matrix", "The conformance matrix (implementations x feature areas: passed / failed / unsupported) from the JSON "
+                "reports of run and replay, as conformance-matrix.md and a self-contained conformance-matrix.html "
+                "that plots the ULP error per action of every failing case");
+  matrix->add_option("reports", args.reports, "lockstep-report.json and replay-report.json files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  matrix->add_option("--out-dir", args.out_dir, "Where conformance-matrix.md and .html go")->capture_default_str();
+  matrix->add_option("--max-plots", args.max_plots, "Plots per implementation in the HTML page")->capture_default_str();
+  matrix->add_flag("--strict", args.strict,
+                   "Exit 1 when a case failed that no expectation explains (known deviations do not count)");
+  return matrix;
 }
 
 }  // namespace lockstep::tools

@@ -9,6 +9,8 @@
 #include "conformance/report/report_shards.h"
 #include "tools/commands.h"
 #include "tools/report_files.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 
@@ -33,6 +35,15 @@ int command_merge(const MergeArgs& args) {
   fmt::print("{} shards merged: {} cases, {} passed, {} failed, {} known (seed {}, count {})\n", args.reports.size(),
              s.total, s.passed, s.failed, s.known, merged.seed, merged.count);
   return s.failed ? kExitDiscrepancies : kExitOk;
+}
+
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& args) {
+  CLI::App* merge = app.add_subcommand(
+      "merge", "Merge the lockstep-report.json of every shard of one run (run --shard) into the reports of the "
+               "whole run; exit 1 when the run failed");
+  merge->add_option("reports", args.reports, "lockstep-report.json of each shard")->required()->check(CLI::ExistingFile);
+  add_report_dir_option(merge, args.report_dir, "Where the merged Markdown, JSON and JUnit reports go");
+  return merge;
 }
 
 }  // namespace lockstep::tools

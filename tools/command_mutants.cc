@@ -35,6 +35,8 @@
 #include "tools/report_files.h"
 #include "tools/workers.h"
 #include "conformance/program/file_system.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 namespace {
@@ -700,6 +702,35 @@ int command_mutants(const MutantsArgs& args) {
     if (m.replay && m.info->is_op() && !m.replay->killed) return kExitDiscrepancies;  // op mutants die offline too
   }
   return kExitOk;
+}
+
+CLI::App* add_mutants_command(CLI::App& app, MutantsArgs& args) {
+  CLI::App* mutants = app.add_subcommand(
+      "mutants", "Run the suite against every mutant of impl (tools/mutants/mutants.h) and print the kill table; exit 1 "
+                 "if any mutant survives");
+  mutants->add_option("--count", args.count, "Random programs per mutant, at most (stops at the first kill)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}))
+      ->capture_default_str();
+  add_program_stream_options(mutants, args.seed, args.max_size);
+  add_report_dir_option(mutants, args.report_dir, "Where mutants-report.md and .json go");
+  mutants->add_flag("--list", args.list, "List the mutants and exit");
+  mutants->add_option("--only", args.only, "Run only this mutant");
+  mutants->add_option("--shrink-seconds", args.shrink_seconds, "Time budget to shrink one killing program")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  mutants->add_option("--cases", args.cases_dir, "Directory of named cases (default: the shipped ones)");
+  mutants->add_option("--paths", args.paths,
+                      "Where the suite reaches each mutant: in-process (lockstep), driver (impl's protocol driver, "
+                      "free-running), or both")
+      ->check(CLI::IsMember({"both", "in-process", "driver"}))
+      ->capture_default_str();
+  mutants->add_flag("--no-replay", [&args](int64_t) { args.replay = false; },
+                    "Do not replay the fixture corpus on each mutant");
+  mutants->add_option("--fixtures", args.fixtures_dir, "Fixture corpus to replay (default: the shipped one)");
+  add_jobs_option(mutants, args.jobs, "Worker processes, the mutants split over them (default: the machine's cores)");
+  mutants->add_option("--impl-driver", args.impl_driver,
+                      "lockstep-impl-driver to use for the driver path (default: beside this binary)");
+  return mutants;
 }
 
 }  // namespace lockstep::tools

@@ -23,6 +23,10 @@
 #include <cstdint>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace lockstep::tools {
 
 struct MutantsArgs {
@@ -43,5 +47,6 @@ struct MutantsArgs {
 };
 
 int command_mutants(const MutantsArgs& args);
+CLI::App* add_mutants_command(CLI::App& app, MutantsArgs& args);
 
 }  // namespace lockstep::tools

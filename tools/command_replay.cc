@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "conformance/report/atomic_file.h"
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 #include "conformance/run/fixture.h"
 #include "conformance/generate/generators.h"
 #include "conformance/run/interpreter.h"
@@ -31,6 +31,8 @@
 #include "tools/lockstep_session.h"
 #include "tools/report_files.h"
 #include "tools/workers.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 
@@ -208,7 +210,7 @@ int finish(const std::vector<ReplayCaseResult>& results, const ReplayConfig& con
   return s.ok() ? kExitOk : kExitDiscrepancies;
 }
 
-// The driver cannot start (external_driver.h, PROTOCOL.md 2a): the run ends once, here, with exit status 2, its
+// The driver cannot start (driver_process.h, PROTOCOL.md 2a): the run ends once, here, with exit status 2, its
 // message (the command, how it ended, its stderr) and no report, instead of failing every case.
 int stop_on_driver_startup_failure(const char* command, const ExternalDriver& driver) {
   std::cerr << command << ": " << driver.startup_failure() << "\n";
@@ -468,6 +470,30 @@ int command_replay(const ReplayArgs& args) {
   }
   if (driver_starts > jobs) fmt::print("the driver was started {} times\n", driver_starts);
   return finish(results, config, t0, fmt::format("replay of {} fixtures on {}", results.size(), engine_name));
+}
+
+CLI::App* add_replay_command(CLI::App& app, ReplayArgs& args) {
+  CLI::App* replay = app.add_subcommand(
+      "replay", "Check an engine against the golden fixtures offline (no LibTorch at run time): impl, oracle, "
+                "or a driver command speaking fixtures/PROTOCOL.md");
+  replay->add_option("--fixtures", args.fixtures_dir, "Fixture directory (default: the shipped corpus)");
+  add_implementation_options(replay, ImplementationOptions{&args.engine, &args.timeout_ms, nullptr, nullptr},
+                             "impl, oracle, a registered engine, or a driver command line (run by /bin/sh -c)",
+                             "Per-program timeout of a driver command");
+  replay->add_option("--expectations,--expected-failures", args.expected_failures_file,
+                     "Expected-failures file (id pattern, reason, category)")
+      ->check(CLI::ExistingFile);
+  replay->add_option("--tolerance", args.tolerance_file, "Tolerance-overrides file")->check(CLI::ExistingFile);
+  add_report_dir_option(replay, args.report_dir, "Where replay-report.{md,json,xml} go (the last one given)");
+  replay->add_option("--only", args.only, "Only fixtures whose id matches one of these comma-separated globs");
+  replay->add_option("--tags", args.tags, "Only fixtures carrying every one of these comma-separated tags");
+  replay->add_option("--exclude-tags", args.exclude_tags, "No fixture carrying any of these comma-separated tags");
+  add_scope_options(replay, args.features, args.exclude_features, args.profile, ScopeOf::Fixtures);
+  replay->add_flag("--verbose", args.verbose, "A line per fixture, passes included");
+  add_jobs_option(replay, args.jobs,
+                  "Worker processes, each with its own engine or driver (default: the machine's cores, one per 200 "
+                  "fixtures at most); the output and reports are those of one process");
+  return replay;
 }
 
 }  // namespace lockstep::tools

@@ -41,6 +41,8 @@
 #include "tools/report_files.h"
 #include "tools/workers.h"
 #include "conformance/program/file_system.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 
@@ -464,5 +466,48 @@ int run_in_workers(const RunArgs& args, const ShardSpec& shard, int jobs, Clock:
 }
 
 }  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run the named cases and N random programs on the implementation under test and compare it with "
+             "LibTorch action by action; write reports.");
+  add_implementation_options(run, ImplementationOptions{&args.engine, &args.timeout_ms, &args.mutant, &args.variant},
+                             "Implementation under test: impl, an engine this runner registers (" +
+                                 registered_engines_text() +
+                                 "), a driver command line (fixtures/PROTOCOL.md), or oracle (self-check: LibTorch "
+                                 "against LibTorch)");
+  run->add_option("--tolerance", args.tolerance_file, "Tolerance-overrides file")->check(CLI::ExistingFile);
+  run->add_option("--cases", args.cases_dir, "Directory of named cases (default: the shipped ones)");
+  run->add_option("--count", args.count, "Random programs after the named cases")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_program_stream_options(run, args.seed, args.max_size);
+  run->add_flag("--free-running", args.free_running, "Do not re-synchronise after each action; report how the error grows");
+  run->add_flag("--special-values", args.special_values, "Allow NaN and +-Inf in every random program");
+  run->add_option("--special-values-every", args.special_values_every,
+                  "Allow NaN and +-Inf in every n-th random program (index i with i % n == n - 1); 0: never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_report_dir_option(run, args.report_dir, "Where the Markdown, JSON and JUnit reports go (the last one given)");
+  run->add_option("--case", args.only_case, "Run only this named case (to reproduce a failure)");
+  run->add_option("--expectations,--expected-failures,--known-discrepancies", args.expectations_file,
+                  "Expectations file: expected failures and masks (conformance/compare/expectations.h; default for "
+                  "impl: conformance/compare/expectations.json)")
+      ->check(CLI::ExistingFile);
+  run->add_option("--shrink-seconds", args.shrink_seconds, "Time budget to shrink one failing program")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_scope_options(run, args.features, args.exclude_features, args.profile, ScopeOf::GeneratedPrograms);
+  run->add_option("--index", args.only_index, "Run only this random program (to reproduce a failure)")
+      ->check(CLI::NonNegativeNumber);
+  add_jobs_option(run,
+                  args.jobs, "Worker processes (default: the machine's cores, one per 1000 random programs at most); "
+                             "the reports are those of one process");
+  run->add_option("--shard", args.shard,
+                  "Run only slice INDEX/TOTAL (INDEX from 0): random program k when k % TOTAL == INDEX, the named "
+                  "cases in slice 0; default: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS when set. `lockstep merge` joins "
+                  "the slices' reports");
+  return run;
+}
 
 }  // namespace lockstep::tools

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/run/external_driver.h"
+#include "conformance/run/driver_protocol.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/program_json.h"
@@ -13,6 +13,8 @@
 #include "tools/commands.h"
 #include "tools/engines.h"
 #include "tools/trace_table.h"
+#include <CLI/CLI.hpp>
+#include "tools/cli_options.h"
 
 namespace lockstep::tools {
 
@@ -84,6 +86,17 @@ int command_trace(const TraceArgs& args) {
   if (args.table) std::cout << format_trace_table(program, trace);
   else std::cout << trace_to_json(trace).dump(2) << "\n";
   return kExitOk;
+}
+
+CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
+  CLI::App* trace = app.add_subcommand("trace", "Run one program and print its trace (JSON, or --table)");
+  trace->add_option("program", args.program_file, "Program JSON file")->required();
+  add_implementation_options(trace, ImplementationOptions{&args.engine, &args.timeout_ms, &args.mutant, &args.variant},
+                             "oracle, impl, a registered engine, or a driver command line (run by /bin/sh -c; "
+                             "fixtures/PROTOCOL.md): its own trace",
+                             "A driver command: the program's timeout");
+  trace->add_flag("--table", args.table, "A readable per-action table instead of JSON");
+  return trace;
 }
 
 }  // namespace lockstep::tools

@@ -1,10 +1,15 @@
 // The subcommands of the `lockstep` command line. Each returns the process exit code:
-// 0 success, 1 discrepancies (or failed checks) found, 2 usage or input error.
+// 0 success, 1 discrepancies (or failed checks) found, 2 usage or input error. Each also registers its flags
+// (add_NAME_command, in its command_NAME.cc, with the option groups of cli_options.h); cli.cc parses and dispatches.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace lockstep::tools {
 
@@ -38,6 +43,7 @@ struct RunArgs {
   std::string shard;                     // "i/n": only this slice (report_shards.h); empty: GTEST_* or the whole run
 };
 int command_run(const RunArgs& args);
+CLI::App* add_run_command(CLI::App& app, RunArgs& args);
 
 struct TraceArgs {
   std::string program_file;
@@ -47,6 +53,7 @@ struct TraceArgs {
   bool table = false;
 };
 int command_trace(const TraceArgs& args);
+CLI::App* add_trace_command(CLI::App& app, TraceArgs& args);
 
 struct MatrixArgs {
   std::vector<std::string> reports;  // lockstep-report.json / replay-report.json files
@@ -55,6 +62,7 @@ struct MatrixArgs {
   bool strict = false;               // exit 1 when a failure is not explained by an expectation
 };
 int command_matrix(const MatrixArgs& args);
+CLI::App* add_matrix_command(CLI::App& app, MatrixArgs& args);
 
 struct MergeArgs {
   std::vector<std::string> reports;  // the lockstep-report.json of every shard of one run
@@ -62,5 +70,13 @@ struct MergeArgs {
 };
 // The reports of the shards of one run as the reports of the whole run (report_shards.h); exit 1 when it failed.
 int command_merge(const MergeArgs& args);
+CLI::App* add_merge_command(CLI::App& app, MergeArgs& args);
+
+struct FeaturesArgs {
+  bool json = false;             // a JSON array of {name, category, meaning}
+  bool optional_fields = false;  // the optional trace fields instead (optional_fields.h)
+};
+int command_features(const FeaturesArgs& args);
+CLI::App* add_features_command(CLI::App& app, FeaturesArgs& args);
 
 }  // namespace lockstep::tools

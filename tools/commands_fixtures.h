@@ -9,6 +9,10 @@
 #include <cstdint>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace lockstep::tools {
 
 struct ReplayArgs {
@@ -28,6 +32,7 @@ struct ReplayArgs {
   int64_t jobs = 0;                      // worker processes; 0: the machine's cores, one per 200 fixtures at most
 };
 int command_replay(const ReplayArgs& args);
+CLI::App* add_replay_command(CLI::App& app, ReplayArgs& args);
 
 struct FixturesGenerateArgs {
   std::string out_dir;                   // empty: the source tree's fixtures/
@@ -37,6 +42,8 @@ struct FixturesGenerateArgs {
   bool version_dependent_only = false;   // only the named cases whose checks depend on the version (SEM-12.5)
 };
 int command_fixtures_generate(const FixturesGenerateArgs& args);
+// `fixtures` and its subcommand `generate` (set in `generate`).
+CLI::App* add_fixtures_command(CLI::App& app, FixturesGenerateArgs& args, CLI::App*& generate);
 
 // `lockstep run --engine 'COMMAND'`: the named cases and `count` random programs (seed, max_size), each run on
 // the oracle and sent to the driver; traces compared record by record (no re-synchronisation is possible over
