@@ -226,27 +226,27 @@ void adam_carry_into_change(OptionDraws&, const OptimizerOptions& other, Optimiz
   if (other.amsgrad) change.amsgrad = other.amsgrad;
 }
 
-}  // namespace
-
-OptimizerDescription adam_description() {
-  OptimizerDescription d = adam_family(OptimizerKind::Adam, "adam", "SEM-6.1", 0);
-  d.generate_options = adam_generate<OptimizerKind::Adam>;
+// Adam (kDecoupled false, SEM-6.3) or AdamW (SEM-6.4) with its hooks.
+template <OptimizerKind kKind, bool kDecoupled>
+OptimizerDescription adam_family_with_hooks(const char* name, const char* semantics, double weight_decay) {
+  OptimizerDescription d = adam_family(kKind, name, semantics, weight_decay);
+  d.decoupled_weight_decay = kDecoupled;
+  d.generate_options = adam_generate<kKind>;
   d.carry_into_change = adam_carry_into_change;
-  d.step_in_double = adam_step<false>;
-  d.step_variants = adam_variants<false>();
-  d.value_from_observed_state = adam_value_from_observed<false>;
+  d.step_in_double = adam_step<kDecoupled>;
+  d.step_variants = adam_variants<kDecoupled>();
+  d.value_from_observed_state = adam_value_from_observed<kDecoupled>;
   return d;
 }
 
+}  // namespace
+
+OptimizerDescription adam_description() {
+  return adam_family_with_hooks<OptimizerKind::Adam, false>("adam", "SEM-6.1", 0);
+}
+
 OptimizerDescription adamw_description() {
-  OptimizerDescription d = adam_family(OptimizerKind::AdamW, "adamw", "SEM-6.4", 1e-2);
-  d.decoupled_weight_decay = true;  // SEM-6.4
-  d.generate_options = adam_generate<OptimizerKind::AdamW>;
-  d.carry_into_change = adam_carry_into_change;
-  d.step_in_double = adam_step<true>;
-  d.step_variants = adam_variants<true>();
-  d.value_from_observed_state = adam_value_from_observed<true>;
-  return d;
+  return adam_family_with_hooks<OptimizerKind::AdamW, true>("adamw", "SEM-6.4", 1e-2);
 }
 
 }  // namespace lockstep

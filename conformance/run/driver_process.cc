@@ -43,14 +43,14 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-std::string truncate_for_message(const std::string& s, size_t n = 200) {
+}  // namespace
+
+std::string truncate_for_message(const std::string& s, size_t n) {
   if (s.size() <= n) return s;
   size_t keep = n;
   while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;  // not inside a UTF-8 character
   return s.substr(0, keep) + fmt::format("... (cut: {} bytes in all)", s.size());
 }
-
-}  // namespace
 
 const char* driver_status_name(DriverReply::Status s) {
   switch (s) {

@@ -105,6 +105,8 @@ struct DriverReply {
 };
 
 const char* driver_status_name(DriverReply::Status s);  // "line", "exited", "timed_out", ...
+// A driver's line as a message quotes it: whole, or its first n bytes (whole UTF-8 characters) and its length.
+std::string truncate_for_message(const std::string& s, size_t n = 200);
 
 // The hello line lockstep writes first to every driver process it starts, and the protocol version it speaks.
 // Protocol 2 added RMSprop and Adagrad to the programs (fixtures/PROTOCOL.md 2a); a driver may answer with any

@@ -9,17 +9,6 @@
 
 namespace lockstep {
 
-namespace {
-
-std::string truncate_for_message(const std::string& s, size_t n = 200) {
-  if (s.size() <= n) return s;
-  size_t keep = n;
-  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;  // not inside a UTF-8 character
-  return s.substr(0, keep) + fmt::format("... (cut: {} bytes in all)", s.size());
-}
-
-}  // namespace
-
 std::string driver_request_line(const std::string& id, const nlohmann::ordered_json& program_json) {
   nlohmann::ordered_json request;
   request["id"] = id;
