@@ -4,21 +4,18 @@
 #include <algorithm>
 #include <map>
 
+#include "conformance/program/op_descriptions.h"
 #include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
 
 const std::vector<FormulaVariantInfo>& formula_variants() {
   static const std::vector<FormulaVariantInfo> v = [] {
-    std::vector<FormulaVariantInfo> all = {
-      {"relu.leaky_0.001", "forward outputs, backward grads and the handles holding them",
-       "relu(x) = 0.001 x for x <= 0 (derivative 0.001): js-pytorch's nn.ReLU"},
-      {"abs.grad_of_zero_is_minus_one", "backward grads and the handles holding them",
-       "abs'(0) = -1 (step(x, -1)): TensorFlow.js's Abs gradient"},
-      {"pow.repeated_multiplication", "forward outputs, backward grads and the handles holding them",
-       "x^n = x * x * ... with 1 + max(0, ceil(n - 1)) factors, derivative 2 x for every n: js-pytorch's Tensor.pow"},
-      {"mse_loss.divided_by_rows_squared", "forward outputs, backward grads and the handles holding them",
-       "mse_loss(a, b) = sum((a - b)^2) / B^2, B = the product of all but the last dimension: js-pytorch's nn.MSELoss"},
+    std::vector<FormulaVariantInfo> all;
+    // Each op's own variants (op_descriptions.h).
+    for (const OpDescription& d : op_descriptions())
+      for (const OpFormulaVariant& v : d.variants) all.push_back({v.name, v.applies_to, v.description});
+    const std::vector<FormulaVariantInfo> others = {
       {"grad.accumulated_separately", "backward grads of 0-d parameters and the handles holding them",
        "the grad after a backward is its own value before plus this backward's gradient: no 0-d grads on one storage "
        "(SEMANTICS §3.7)"},
@@ -28,6 +25,7 @@ const std::vector<FormulaVariantInfo>& formula_variants() {
       {"step.adds_weight_decay_to_grad", "step: grads and the handles holding them",
        "the step leaves grad = grad_old + weight_decay * p_old (foreach Adam, RMSprop and Adagrad before 2.0)"},
     };
+    all.insert(all.end(), others.begin(), others.end());
     // Each optimizer's own step variants (optimizer_descriptions.h), once each (Adam and AdamW share theirs).
     for (const OptimizerDescription& d : optimizer_descriptions())
       for (const StepFormulaVariant& sv : d.step_variants)
@@ -41,10 +39,8 @@ const std::vector<FormulaVariantInfo>& formula_variants() {
 const ExpressionVariant* expression_variant(const std::string& name) {
   static const std::map<std::string, ExpressionVariant> variants = [] {
     std::map<std::string, ExpressionVariant> m;
-    m["relu.leaky_0.001"].relu_negative_slope = 0.001;
-    m["abs.grad_of_zero_is_minus_one"].abs_derivative_at_zero = -1;
-    m["pow.repeated_multiplication"].pow_by_repeated_multiplication = true;
-    m["mse_loss.divided_by_rows_squared"].mse_loss_divided_by_rows_squared = true;
+    for (const OpDescription& d : op_descriptions())
+      for (const OpFormulaVariant& v : d.variants) m[v.name] = ExpressionVariant{d.op, &v};
     return m;
   }();
   auto it = variants.find(name);

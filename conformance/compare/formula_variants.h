@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "conformance/program/op_descriptions.h"
+
 namespace lockstep {
 
 struct FormulaVariantInfo {
@@ -25,12 +27,6 @@ struct FormulaVariantInfo {
 const std::vector<FormulaVariantInfo>& formula_variants();
 
 // Variants of the loss expression's ops (forward and backward), for exact_evaluation (tolerance.h).
-struct ExpressionVariant {
-  double relu_negative_slope = 0;             // relu(x) = slope * x for x <= 0, its derivative slope
-  double abs_derivative_at_zero = 0;          // abs'(0)
-  bool pow_by_repeated_multiplication = false;  // x^n as x * x * ... (1 + max(0, ceil(n - 1)) factors), d = 2 x
-  bool mse_loss_divided_by_rows_squared = false;  // sum((a - b)^2) / B^2, B = rows (1 for 0-d and 1-D)
-};
 // The expression variant of that name; null for a variant of another kind or an unknown name.
 const ExpressionVariant* expression_variant(const std::string& name);
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "conformance/program/features.h"
+#include "conformance/program/op_evaluator.h"
 #include "conformance/program/optimizer_descriptions.h"
 
 namespace lockstep {
@@ -20,29 +21,30 @@ const std::vector<std::string> kEdges = {"any",   "zero",      "negative",      
 // The ops table's rows: every op but param and const, pow split by exponent.
 std::vector<std::string> op_row_names() {
   std::vector<std::string> names;
-  for (int i = 0;; ++i) {
-    const auto op = static_cast<Op>(i);
-    const std::string name = op_name(op);
-    if (op == Op::Param || op == Op::Const) continue;
-    if (op == Op::Pow) {
+  for (const OpDescription& d : op_descriptions()) {
+    if (d.op == Op::Param || d.op == Op::Const) continue;
+    if (d.op == Op::Pow) {
       for (const char* e : {"pow^0", "pow^1", "pow^2", "pow^3", "pow^other"}) names.push_back(e);
     } else {
-      names.push_back(name);
+      names.push_back(d.name);
     }
-    if (op == Op::Embedding) break;
   }
   return names;
 }
 
-bool is_binary_elementwise(const std::string& op) { return op == "add" || op == "sub" || op == "mul" || op == "div"; }
+// The description of a row's op ("pow^2" is pow's).
+const OpDescription& row_op(const std::string& row) {
+  const std::optional<Op> op = op_from_name(row.substr(0, row.find('^')));
+  return describe(op ? *op : Op::Const);
+}
 
 // Which edge classes an op's inputs can be generated in (gen_program.cc): the structural classes where they
 // apply; log, fractional and negative powers get positive inputs by construction (SEMANTICS keeps them
 // finite), exp bounded ones (tanh/sigmoid or a leaf), so negative and large inputs there come only with
 // special values or not at all.
 bool edge_applies(const std::string& op, const std::string& edge) {
-  if (edge == "repeated_index") return op == "embedding" || op == "cross_entropy";
-  if (edge == "broadcast") return is_binary_elementwise(op);
+  if (edge == "repeated_index") return row_op(op).repeated_index_cell;
+  if (edge == "broadcast") return row_op(op).broadcasts;
   if (op == "log" || op == "pow^other") return edge != "negative" && edge != "large";
   if (op == "exp") return edge != "large";
   return true;
@@ -114,18 +116,18 @@ double in_dtype(double x, DType d) {
   return static_cast<double>(static_cast<float>(x));
 }
 
-struct Evaluator {
+// The op cells of one expression: each op node visited with its operands' values (op_evaluator.h), every value
+// rounded to its dtype as the engines hold it.
+struct OpCellVisitor {
   const std::map<std::string, const ParamSpec*>& params;
   std::set<std::string>& cells;
 
-  static std::string dtype_suffix(DType d) { return std::string(" ") + dtype_name(d); }
-
   // "large": |x| >= 2^20, or for the ops that exponentiate their input, beyond where exp overflows (88 in
   // float32, 709 in float64): where a naive sigmoid or softmax turns into inf / inf.
-  void classify(const std::string& row, const TensorValue& v, bool exponentiates) {
+  void classify(const std::string& row, const EvalNode& v, bool exponentiates) {
     const double tiny = (v.dtype == DType::Float32 ? FLT_MIN : DBL_MIN) * 256;
     const double large = exponentiates ? (v.dtype == DType::Float32 ? 88.0 : 709.0) : 1048576.0;
-    for (double x : v.data) {
+    for (double x : v.v) {
       if (std::isnan(x) || std::isinf(x)) cells.insert(coverage_cell_key("ops", row, "nonfinite"));
       else if (x == 0) cells.insert(coverage_cell_key("ops", row, "zero"));
       else {
@@ -143,134 +145,45 @@ struct Evaluator {
     return false;
   }
 
-  static TensorValue make(DType d, Shape s, std::vector<double> data) {
-    TensorValue t;
-    t.dtype = d;
-    t.shape = std::move(s);
-    t.data = std::move(data);
-    for (double& x : t.data) x = in_dtype(x, d);
-    return t;
-  }
-
-  template <class F>
-  static TensorValue map(const TensorValue& a, F f) {
-    std::vector<double> out;
-    out.reserve(a.data.size());
-    for (double x : a.data) out.push_back(f(x));
-    return make(a.dtype, a.shape, std::move(out));
-  }
-
-  template <class F>
-  static TensorValue zip(const TensorValue& a, const TensorValue& b, F f) {
-    if (a.data.empty() || b.data.empty()) return make(a.dtype, a.data.empty() ? a.shape : b.shape, {});
-    const bool a_small = a.data.size() < b.data.size();
-    const TensorValue& big = a_small ? b : a;
-    std::vector<double> out;
-    for (size_t i = 0; i < big.data.size(); ++i)
-      out.push_back(f(a.data[a.data.size() == big.data.size() ? i : 0], b.data[b.data.size() == big.data.size() ? i : 0]));
-    return make(a.dtype, big.shape, std::move(out));
-  }
-
-  static double sum_of(const std::vector<double>& v, DType d) {
-    double s = 0;
-    for (double x : v) s += x;
-    return in_dtype(s, d);
-  }
-
-  // The value of `e`; cells of every op node on the way. Throws std::runtime_error on a malformed node.
-  TensorValue eval(const Expr& e) {
-    if (e.op == Op::Param) {
-      auto it = params.find(e.name);
-      if (it == params.end()) throw std::runtime_error("unknown parameter");
-      return make(it->second->dtype, it->second->shape, it->second->values);
-    }
-    if (e.op == Op::Const) return e.constant;
-    std::vector<TensorValue> args;
-    for (const ExprPtr& a : e.args)
-      if (a) args.push_back(eval(*a));
-    if (args.empty()) throw std::runtime_error("no operands");
-    const TensorValue& a = args[0];
-    const DType d = a.dtype;
-    std::string row = op_name(e.op);
+  void visit(const OpCall& call) {
+    const Expr& e = call.expr;
+    const OpDescription& d = describe(e.op);
+    std::string row = d.name;
     if (e.op == Op::Pow) {
       const double p = e.scalar;
       row = (p == 0 || p == 1 || p == 2 || p == 3) ? "pow^" + std::to_string(static_cast<int>(p)) : "pow^other";
     }
-    row += dtype_suffix(d);
+    row += std::string(" ") + dtype_name(call.arg(0).dtype);
     cells.insert(coverage_cell_key("ops", row, "any"));
-    const bool exponentiates = e.op == Op::Exp || e.op == Op::Sigmoid || e.op == Op::Tanh || e.op == Op::CrossEntropy;
-    for (const TensorValue& v : args) classify(row, v, exponentiates);
-    if (args.size() == 2 && is_binary_elementwise(op_name(e.op)) && args[0].shape != args[1].shape)
+    for (const EvalNode* v : call.operands) classify(row, *v, d.exponentiates);
+    if (d.broadcasts && call.operands.size() == 2 && call.arg(0).shape != call.arg(1).shape)
       cells.insert(coverage_cell_key("ops", row, "broadcast"));
-    if ((e.op == Op::Embedding || e.op == Op::CrossEntropy) && repeats(e.indices))
-      cells.insert(coverage_cell_key("ops", row, "repeated_index"));
+    if (d.repeated_index_cell && repeats(e.indices)) cells.insert(coverage_cell_key("ops", row, "repeated_index"));
+  }
 
-    switch (e.op) {
-      case Op::Add: return zip(a, args.at(1), [](double x, double y) { return x + y; });
-      case Op::Sub: return zip(a, args.at(1), [](double x, double y) { return x - y; });
-      case Op::Mul: return zip(a, args.at(1), [](double x, double y) { return x * y; });
-      case Op::Div: return zip(a, args.at(1), [](double x, double y) { return x / y; });
-      case Op::Neg: return map(a, [](double x) { return -x; });
-      case Op::MulScalar: return map(a, [&](double x) { return x * in_dtype(e.scalar, d); });
-      case Op::Square: return map(a, [](double x) { return x * x; });
-      case Op::Pow: return map(a, [&](double x) { return std::pow(x, e.scalar); });
-      case Op::Exp: return map(a, [](double x) { return std::exp(x); });
-      case Op::Log: return map(a, [](double x) { return std::log(x); });
-      case Op::Tanh: return map(a, [](double x) { return std::tanh(x); });
-      case Op::Sigmoid: return map(a, [](double x) { return 1 / (1 + std::exp(-x)); });
-      case Op::Relu: return map(a, [](double x) { return std::isnan(x) || x > 0 ? x : 0.0; });
-      case Op::Abs: return map(a, [](double x) { return std::abs(x); });
-      case Op::Sum: return make(d, {}, {sum_of(a.data, d)});
-      case Op::Mean: return make(d, {}, {sum_of(a.data, d) / static_cast<double>(std::max<size_t>(1, a.data.size()))});
-      case Op::MseLoss: {
-        const TensorValue diff = zip(a, args.at(1), [](double x, double y) { return (x - y) * (x - y); });
-        return make(d, {}, {sum_of(diff.data, d) / static_cast<double>(std::max<size_t>(1, diff.data.size()))});
+  // Evaluates `e`, visiting every op on the way; throws on a malformed node (the cells so far stay).
+  void eval(const Expr& e) {
+    ForwardPass pass;
+    pass.leaf = [&](const Expr& leaf, EvalNode& n) {
+      if (leaf.op == Op::Const) {
+        n.dtype = leaf.constant.dtype;
+        n.shape = leaf.constant.shape;
+        n.v = leaf.constant.data;
+        return;
       }
-      case Op::Matmul: {
-        const TensorValue& b = args.at(1);
-        if (a.shape.size() != 2 || b.shape.size() != 2) throw std::runtime_error("matmul rank");
-        const int64_t n = a.shape[0], k = a.shape[1], m = b.shape[1];
-        std::vector<double> out(static_cast<size_t>(n * m), 0.0);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = 0; j < m; ++j)
-            for (int64_t p = 0; p < k; ++p) out[i * m + j] += a.data[i * k + p] * b.data[p * m + j];
-        return make(d, {n, m}, std::move(out));
-      }
-      case Op::Linear: {
-        const TensorValue& w = args.at(1);
-        if (a.shape.size() != 2 || w.shape.size() != 2) throw std::runtime_error("linear rank");
-        const int64_t n = a.shape[0], in = a.shape[1], out_f = w.shape[0];
-        std::vector<double> out(static_cast<size_t>(n * out_f), 0.0);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t o = 0; o < out_f; ++o) {
-            for (int64_t p = 0; p < in; ++p) out[i * out_f + o] += a.data[i * in + p] * w.data[o * in + p];
-            if (args.size() > 2) out[i * out_f + o] += args[2].data[o];
-          }
-        return make(d, {n, out_f}, std::move(out));
-      }
-      case Op::Embedding: {
-        if (a.shape.size() != 2) throw std::runtime_error("embedding rank");
-        const int64_t dim = a.shape[1];
-        std::vector<double> out;
-        for (int64_t i : e.indices)
-          for (int64_t c = 0; c < dim; ++c) out.push_back(a.data.at(static_cast<size_t>(i * dim + c)));
-        return make(d, {static_cast<int64_t>(e.indices.size()), dim}, std::move(out));
-      }
-      case Op::CrossEntropy: {
-        if (a.shape.size() != 2) throw std::runtime_error("cross_entropy rank");
-        const int64_t n = a.shape[0], c = a.shape[1];
-        double total = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          double max = a.data[i * c];
-          for (int64_t j = 1; j < c; ++j) max = std::max(max, a.data[i * c + j]);
-          double s = 0;
-          for (int64_t j = 0; j < c; ++j) s += std::exp(a.data[i * c + j] - max);
-          total -= a.data.at(static_cast<size_t>(i * c + e.indices.at(static_cast<size_t>(i)))) - max - std::log(s);
-        }
-        return make(d, {}, {total / static_cast<double>(std::max<int64_t>(1, n))});
-      }
-      default: throw std::runtime_error("op without a value");
-    }
+      auto it = params.find(leaf.name);
+      if (it == params.end()) throw CannotEvaluate{};
+      n.dtype = it->second->dtype;
+      n.shape = it->second->shape;
+      n.v = it->second->values;
+      for (double& x : n.v) x = in_dtype(x, n.dtype);
+    };
+    pass.before_op = [&](const OpCall& call) { visit(call); };
+    pass.after_node = [](OpCall& call) {
+      if (call.expr.op == Op::Param || call.expr.op == Op::Const) return;
+      for (double& x : call.out.v) x = in_dtype(x, call.out.dtype);
+    };
+    evaluate_forward(e, pass);
   }
 };
 
@@ -548,7 +461,7 @@ std::set<std::string> coverage_cells(const Program& program) {
   for (const ParamSpec& p : program.params) params[p.name] = &p;
 
   // ops: each distinct expression once
-  Evaluator evaluator{params, cells};
+  OpCellVisitor evaluator{params, cells};
   std::set<const Expr*> seen;
   auto evaluate = [&](const ExprPtr& e) {
     if (!e || !seen.insert(e.get()).second) return;

@@ -1,6 +1,8 @@
 // The program model: names, builders, shape inference and static validation (see program.h).
 #include "conformance/program/program.h"
 
+#include "conformance/program/op_descriptions.h"
+
 #include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program_cost.h"
 
@@ -39,22 +41,6 @@ bool TensorValue::operator==(const TensorValue& o) const {
 
 namespace {
 
-struct OpNameEntry {
-  Op op;
-  const char* name;
-};
-
-constexpr OpNameEntry kOpNames[] = {
-    {Op::Param, "param"},         {Op::Const, "const"},         {Op::Add, "add"},
-    {Op::Sub, "sub"},             {Op::Mul, "mul"},             {Op::Div, "div"},
-    {Op::Neg, "neg"},             {Op::MulScalar, "mul_scalar"}, {Op::Square, "square"},
-    {Op::Pow, "pow"},             {Op::Exp, "exp"},             {Op::Log, "log"},
-    {Op::Tanh, "tanh"},           {Op::Sigmoid, "sigmoid"},     {Op::Relu, "relu"},
-    {Op::Abs, "abs"},             {Op::Matmul, "matmul"},       {Op::Sum, "sum"},
-    {Op::Mean, "mean"},           {Op::MseLoss, "mse_loss"},    {Op::CrossEntropy, "cross_entropy"},
-    {Op::Linear, "linear"},       {Op::Embedding, "embedding"},
-};
-
 struct ActionNameEntry {
   ActionKind kind;
   const char* name;
@@ -75,18 +61,6 @@ std::shared_ptr<Expr> make(Op op, std::vector<ExprPtr> args) {
 }
 
 }  // namespace
-
-const char* op_name(Op op) {
-  for (const auto& entry : kOpNames)
-    if (entry.op == op) return entry.name;
-  return "?";
-}
-
-std::optional<Op> op_from_name(const std::string& name) {
-  for (const auto& entry : kOpNames)
-    if (name == entry.name) return entry.op;
-  return std::nullopt;
-}
 
 const char* action_name(ActionKind k) {
   for (const auto& entry : kActionNames)
@@ -183,6 +157,17 @@ ExprPtr embedding(ExprPtr w, std::vector<int64_t> indices) {
 // ---------------------------------------------------------------------------------------------------------
 // Static checks.
 
+std::string shape_string(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string typed_string(const TypedShape& t) {
+  return std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape);
+}
+
+
 namespace {
 
 // numel(shape) when every dim is >= 0 and the count stays <= limit; -1 otherwise (no overflow).
@@ -199,18 +184,8 @@ int64_t bounded_numel(const Shape& shape, int64_t limit) {
   return n;
 }
 
-std::string shape_string(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // "1 value", "3 values".
 std::string values_count(int64_t n) { return std::to_string(n) + (n == 1 ? " value" : " values"); }
-
-std::string typed_string(const TypedShape& t) {
-  return std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape);
-}
 
 // Checks a declared shape (a parameter's or a constant's) and returns its element count.
 int64_t check_declared_shape(const Shape& shape, const std::string& path, const ProgramLimits& limits) {
@@ -256,13 +231,6 @@ void expect_same_dtype(const Expr& e, const std::vector<TypedShape>& in, const s
                                    " vs " + typed_string(in[i]) + ")");
 }
 
-void expect_rank(const Expr& e, const TypedShape& t, size_t rank, const std::string& what,
-                 const std::string& path) {
-  if (t.shape.size() != rank)
-    throw ProgramError(path, std::string(op_name(e.op)) + ": " + what + " must have rank " +
-                                 std::to_string(rank) + ", got " + typed_string(t));
-}
-
 TypedShape infer(const Expr& e, const std::vector<ParamSpec>& params, const std::string& path,
                  const ProgramLimits& limits, int depth) {
   if (depth > limits.max_expr_depth)
@@ -284,96 +252,14 @@ TypedShape infer(const Expr& e, const std::vector<ParamSpec>& params, const std:
     return {e.constant.dtype, e.constant.shape};
   }
 
-  // Operators: operands first.
-  size_t min_args = 1, max_args = 1;
-  switch (e.op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Matmul: case Op::MseLoss:
-      min_args = max_args = 2;
-      break;
-    case Op::Linear:
-      min_args = 2;
-      max_args = 3;
-      break;
-    default:
-      break;
-  }
-  expect_args(e, min_args, max_args, path);
+  // Operators: operands first, then the op's own shape rule (op_descriptions.h).
+  const OpDescription& op = describe(e.op);
+  expect_args(e, op.min_operands, op.max_operands, path);
   std::vector<TypedShape> in;
   for (size_t i = 0; i < e.args.size(); ++i)
     in.push_back(infer(*e.args[i], params, path + "/args/" + std::to_string(i), limits, depth + 1));
   expect_same_dtype(e, in, path);
-  const DType dt = in[0].dtype;
-  const std::string name = op_name(e.op);
-
-  TypedShape out{dt, {}};
-  switch (e.op) {
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:  // SEMANTICS §2: same shape or one 0-d side
-      if (in[0].shape == in[1].shape || in[1].shape.empty()) out.shape = in[0].shape;
-      else if (in[0].shape.empty()) out.shape = in[1].shape;
-      else
-        throw ProgramError(path, name + ": operand shapes do not match (" + shape_string(in[0].shape) +
-                                     " vs " + shape_string(in[1].shape) + "); only equal shapes or a 0-d "
-                                     "operand are supported");
-      break;
-    case Op::Neg: case Op::MulScalar: case Op::Square: case Op::Pow: case Op::Exp: case Op::Log:
-    case Op::Tanh: case Op::Sigmoid: case Op::Relu: case Op::Abs:
-      out.shape = in[0].shape;
-      break;
-    case Op::Matmul:
-      expect_rank(e, in[0], 2, "the left operand", path);
-      expect_rank(e, in[1], 2, "the right operand", path);
-      if (in[0].shape[1] != in[1].shape[0])
-        throw ProgramError(path, "matmul: inner dimensions differ (" + shape_string(in[0].shape) + " @ " +
-                                     shape_string(in[1].shape) + ")");
-      out.shape = {in[0].shape[0], in[1].shape[1]};
-      break;
-    case Op::Sum: case Op::Mean:
-      break;
-    case Op::MseLoss:
-      if (in[0].shape != in[1].shape)
-        throw ProgramError(path, "mse_loss: operand shapes differ (" + shape_string(in[0].shape) + " vs " +
-                                     shape_string(in[1].shape) + ")");
-      break;
-    case Op::CrossEntropy: {
-      expect_rank(e, in[0], 2, "the logits", path);
-      const int64_t n = in[0].shape[0], c = in[0].shape[1];
-      if (static_cast<int64_t>(e.indices.size()) != n)
-        throw ProgramError(path + "/targets", "cross_entropy: logits " + shape_string(in[0].shape) +
-                                                  " need " + std::to_string(n) + " targets, got " +
-                                                  std::to_string(e.indices.size()));
-      for (size_t i = 0; i < e.indices.size(); ++i)
-        if (e.indices[i] < 0 || e.indices[i] >= c)
-          throw ProgramError(path + "/targets/" + std::to_string(i),
-                             "cross_entropy: target " + std::to_string(e.indices[i]) + " is not a class in [0, " +
-                                 std::to_string(c) + ")");
-      break;
-    }
-    case Op::Linear: {
-      expect_rank(e, in[0], 2, "the input x", path);
-      expect_rank(e, in[1], 2, "the weight W", path);
-      if (in[0].shape[1] != in[1].shape[1])
-        throw ProgramError(path, "linear: x " + shape_string(in[0].shape) + " and W " +
-                                     shape_string(in[1].shape) + " need x (N,in) and W (out,in)");
-      if (in.size() == 3 && in[2].shape != Shape{in[1].shape[0]})
-        throw ProgramError(path, "linear: bias " + shape_string(in[2].shape) + " must have shape [" +
-                                     std::to_string(in[1].shape[0]) + "]");
-      out.shape = {in[0].shape[0], in[1].shape[0]};
-      break;
-    }
-    case Op::Embedding: {
-      expect_rank(e, in[0], 2, "the weight W", path);
-      const int64_t rows = in[0].shape[0];
-      for (size_t i = 0; i < e.indices.size(); ++i)
-        if (e.indices[i] < 0 || e.indices[i] >= rows)
-          throw ProgramError(path + "/indices/" + std::to_string(i),
-                             "embedding: index " + std::to_string(e.indices[i]) + " is not a row in [0, " +
-                                 std::to_string(rows) + ")");
-      out.shape = {static_cast<int64_t>(e.indices.size()), in[0].shape[1]};
-      break;
-    }
-    case Op::Param: case Op::Const:
-      break;  // handled above
-  }
+  const TypedShape out{in[0].dtype, op.result_shape(e, in, path)};
   check_result_size(out, path, limits);
   return out;
 }

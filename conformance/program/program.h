@@ -239,6 +239,8 @@ struct TypedShape {
   DType dtype;
   Shape shape;
 };
+std::string shape_string(const Shape& s);         // "[2, 3]", as the static checks' messages print it
+std::string typed_string(const TypedShape& t);    // "float32 [2, 3]"
 
 // The dtype and shape of `e` given the program's parameters; throws ProgramError at `path` (and below)
 // when an operand's shape or dtype does not fit its op, a name is unknown or an index is out of range.
