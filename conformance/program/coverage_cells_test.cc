@@ -57,6 +57,20 @@ TEST(CoverageCells, TinyAndLargeFollowTheDtype) {
   EXPECT_FALSE(has(coverage_cells(q), "ops", "sum float64", "tiny"));
 }
 
+// [] - [1] is [1] (SEMANTICS §2): adding it to a [1] parameter broadcasts nothing. The coverage evaluator once
+// gave such a result the 0-d side's shape and counted a broadcast that LibTorch never made.
+TEST(CoverageCells, ABroadcastResultHasTheTensorOperandsShape) {
+  Program p = one_param({3.5}, DType::Float64, {1});
+  TensorValue zero_d{DType::Float64, {}, {2}};
+  TensorValue one{DType::Float64, {1}, {1}};
+  p.loss = sum(add(binary(Op::Sub, constant(zero_d), constant(one)), param("w")));
+  p.actions = {act(ActionKind::Forward)};
+  const auto cells = coverage_cells(p);
+  EXPECT_TRUE(has(cells, "ops", "sub float64", "broadcast"));
+  EXPECT_TRUE(has(cells, "ops", "add float64", "any"));
+  EXPECT_FALSE(has(cells, "ops", "add float64", "broadcast"));
+}
+
 TEST(CoverageCells, PowRowsByExponentBroadcastAndRepeatedIndices) {
   Program p = one_param({0, 1, 2});
   p.params.push_back({"s", DType::Float32, {}, {2}});
