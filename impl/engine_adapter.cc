@@ -457,6 +457,7 @@ impl::Tensor ImplEngine::apply_op(const Expr& e, const std::vector<impl::Tensor>
     case Op::Sigmoid: return ops::sigmoid(arg(0));
     case Op::Relu: return ops::relu(arg(0));
     case Op::Abs: return ops::abs(arg(0));
+    case Op::Softplus: return ops::softplus(arg(0));
     case Op::Matmul: return ops::matmul(arg(0), arg(1));
     case Op::Sum: return ops::sum(arg(0));
     case Op::Mean: return ops::mean(arg(0));

@@ -362,7 +362,7 @@ TEST(ImplEngine, AllOpsEvaluate) {
       sum(unary(Op::Relu, w)),             sum(binary(Op::Matmul, w, w)),
       mean(w),                             binary(Op::MseLoss, w, constant({DType::Float32, {2, 2}, {0, 0, 0, 0}})),
       cross_entropy(w, {0, 1}),            sum(linear(w, w, param("b"))),
-      sum(embedding(w, {1, 1, 0})),
+      sum(embedding(w, {1, 1, 0})),        sum(unary(Op::Softplus, w)),
   };
   for (const ExprPtr& loss : losses) {
     engine->forward(*loss, false);

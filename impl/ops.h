@@ -50,9 +50,11 @@ Tensor tanh(const Tensor& a);                           //                  (sav
 Tensor sigmoid(const Tensor& a);                        // 1 / (1 + e^-a)   (saves its output)
 Tensor relu(const Tensor& a);                           // max(a, 0); NaN stays NaN (saves its output)
 Tensor abs(const Tensor& a);                            //                  (saves a)
+Tensor softplus(const Tensor& a);                       // log(1 + e^a); a where a > 20 (saves a)
 Tensor sign(const Tensor& a);                           // -1, 0, 1 (0 for NaN); its grad is zero
 Tensor relu_grad(const Tensor& grad, const Tensor& a);  // grad where a > 0, else 0 (relu's backward)
 Tensor tanh_grad(const Tensor& grad, const Tensor& t);  // grad * (1 - t^2), 1 - t^2 fused (tanh's backward)
+Tensor softplus_grad(const Tensor& grad, const Tensor& a);  // grad e^a / (e^a + 1); grad where a > 20
 Tensor clone(const Tensor& a);                          // a copy, recorded (grad passes through)
 
 // In place, never recorded: a += b (values only; a keeps its identity and autograd slots, SEM-3.2); bumps

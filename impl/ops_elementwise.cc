@@ -231,6 +231,45 @@ Tensor abs(const Tensor& a) {
   });
 }
 
+// SEM-2.12: softplus(a) = log1p(e^a), and a itself where a > 20 (LibTorch's default threshold, beta 1). It saves
+// its input (a later in-place change of it fails the backward, SEM-2.8).
+Tensor softplus(const Tensor& a) {
+  detail::require_defined("softplus", a);
+  Tensor out = map_unary(a, [](auto x) {
+    using T = decltype(x);
+    return x > T(20) ? x : std::log1p(std::exp(x));
+  });
+  return record(out, "SoftplusBackward", {a}, {a}, true, [](const Node& self, const Tensor& g) {
+    return std::vector<Tensor>{softplus_grad(g, self.saved[0])};
+  });
+}
+
+Tensor softplus_grad(const Tensor& grad, const Tensor& a) {
+  // g z / (z + 1), z = e^a: an infinite g where z underflows to 0 is NaN (SEM-2.12).
+  Tensor out = map_binary("softplus_grad", grad, a, [](auto g, auto x) {
+    using T = decltype(x);
+    if (x > T(20)) return g;
+    const T z = std::exp(x);
+    return g * z / (z + T(1));
+  });
+  return record(out, "SoftplusGradBackward", {grad, a}, {grad, a}, true, [](const Node& self, const Tensor& gg) {
+    const Tensor& g = self.saved[0];
+    const Tensor& x = self.saved[1];
+    auto gr = grads(2);
+    if (self.needs_grad(0)) gr[0] = softplus_grad(gg, x);  // linear in g
+    if (self.needs_grad(1)) {
+      // d/da e^a / (e^a + 1) = s (1 - s), s = sigmoid(a); 0 above the threshold (a constant mask)
+      Tensor s = sigmoid(x);
+      Tensor below = map_unary(x, [](auto v) {
+        using T = decltype(v);
+        return v > T(20) ? T(0) : T(1);
+      });
+      gr[1] = mul(mul(gg, g), mul(mul(s, add_scalar(neg(s), 1.0)), below));
+    }
+    return gr;
+  });
+}
+
 Tensor sign(const Tensor& a) {
   detail::require_defined("sign", a);
   Tensor out = map_unary(a, [](auto x) {

@@ -109,6 +109,34 @@ TEST(OpsGradient, UnarySmooth) {
     expect_gradients_match(unary(op), {leaf({2, 3}, kMixed)});
   }
   expect_gradients_match(unary(&ops::log), {leaf({2, 3}, kPositive)});
+  expect_gradients_match(unary(&ops::softplus), {leaf({2, 3}, kMixed)});
+}
+
+TEST(OpsGradient, SoftplusGradIsDifferentiable) {
+  expect_gradients_match(binary(&ops::softplus_grad), {leaf({2, 3}, kMixed), leaf({2, 3}, {0.1, -0.5, 0.9, 3, -2, 0})});
+}
+
+// Black-box values from LibTorch 1.13 and 2.6 (SEM-2.12): the threshold is strict (a > 20), above it the value is
+// a and the grad 1; an infinite incoming grad where e^a underflows is NaN.
+TEST(OpsGradient, SoftplusAtItsThresholdAndWhereEToTheAUnderflows) {
+  Tensor x = leaf({4}, {20, 20.0001, 0, -1000}, DType::Float64);
+  Tensor y = ops::softplus(x);
+  EXPECT_EQ(y.data<double>()[0], 20.000000002061153);
+  EXPECT_EQ(y.data<double>()[1], 20.0001);
+  EXPECT_EQ(y.data<double>()[2], std::log(2.0));
+  EXPECT_EQ(y.data<double>()[3], 0.0);
+  backward(ops::sum(y));
+  EXPECT_EQ(x.grad().data<double>()[0], 0.9999999979388464);
+  EXPECT_EQ(x.grad().data<double>()[1], 1.0);
+  EXPECT_EQ(x.grad().data<double>()[2], 0.5);
+  EXPECT_EQ(x.grad().data<double>()[3], 0.0);
+  Tensor z = leaf({3}, {30, -1000, 0}, DType::Float32);
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor g = constant({3}, {inf, inf, inf}, DType::Float32);
+  backward(ops::softplus(z), &g);
+  EXPECT_EQ(z.grad().data<float>()[0], std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(z.grad().data<float>()[1]));
+  EXPECT_EQ(z.grad().data<float>()[2], std::numeric_limits<float>::infinity());
 }
 
 TEST(OpsGradient, TanhGradIsDifferentiable) {
@@ -321,6 +349,7 @@ TEST(OpsSavedTensors, SEM_2_5_SecondBackwardTable) {
       {"exp", [](auto& p) { return ops::sum(ops::exp(p[0])); }, true},
       {"log", [](auto& p) { return ops::sum(ops::log(p[0])); }, true},
       {"abs", [](auto& p) { return ops::sum(ops::abs(p[0])); }, true},
+      {"softplus", [](auto& p) { return ops::sum(ops::softplus(p[0])); }, true},
       {"matmul", [](auto& p) { return ops::sum(ops::matmul(p[0], p[1])); }, true},
       {"mse_loss", [](auto& p) { return ops::mse_loss(p[0], p[1]); }, true},
       {"log_softmax", [](auto& p) { return ops::sum(ops::log_softmax(p[0])); }, true},

@@ -516,6 +516,7 @@ class TorchEngine : public Engine {
       case Op::Sigmoid: return torch::sigmoid(arg(0));
       case Op::Relu: return torch::relu(arg(0));
       case Op::Abs: return torch::abs(arg(0));
+      case Op::Softplus: return torch::softplus(arg(0));  // beta 1, threshold 20 (SEM-2.12)
       case Op::Matmul: return torch::matmul(arg(0), arg(1));
       case Op::Sum: return arg(0).sum();
       case Op::Mean: return arg(0).mean();

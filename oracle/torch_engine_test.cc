@@ -175,6 +175,7 @@ TEST(TorchEngine, Sem2_5_SecondBackwardWithoutRetainGraph) {
       {"sigmoid", [] { return sum(unary(Op::Sigmoid, x())); }, false},
       {"relu", [] { return sum(unary(Op::Relu, x())); }, false},
       {"abs", [] { return sum(unary(Op::Abs, x())); }, false},
+      {"softplus", [] { return sum(unary(Op::Softplus, x())); }, false},  // saves its input (SEM-2.12)
       {"mse_loss", [c] { return binary(Op::MseLoss, x(), constant(c)); }, false},
   };
   for (const auto& test : cases) {

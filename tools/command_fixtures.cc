@@ -332,14 +332,14 @@ bool update_readme(const std::string& path, const std::string& table) {
   return true;
 }
 
-// The schema's optimizer parts follow the optimizer descriptions (program_json.h, schema_with_optimizers).
+// The schema's optimizer parts follow the optimizer descriptions (program_json.h, schema_from_descriptions).
 void update_schema(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return;
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  const std::string updated = schema_with_optimizers(nlohmann::ordered_json::parse(text)).dump(2) + "\n";
+  const std::string updated = schema_from_descriptions(nlohmann::ordered_json::parse(text)).dump(2) + "\n";
   if (updated != text) write_file_atomically(path, updated);
 }
 

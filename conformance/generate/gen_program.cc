@@ -246,7 +246,8 @@ class ExprBuilder {
   }
 
   ExprPtr elementwise_unary(DType dtype, const Shape& shape, int depth) {
-    const int k = pick_.below(12);
+    const int k = pick_.below(13);
+    if (k == 12) return unary(Op::Softplus, expr(dtype, shape, depth - 1));
     switch (k >= 10 ? 3 : k) {  // pow three times as often: five rows of the coverage table
       case 0: return unary(Op::Neg, expr(dtype, shape, depth - 1));
       case 1: {
@@ -710,9 +711,9 @@ class ActionBuilder {
   // the other edges make them anyway (log 0, pow(0, -1), exp of 2^60): results, not inputs (SEMANTICS §9).
   // Null when the scope has none of these ops.
   ExprPtr spotlight() {
-    static const Op unary_ops[] = {Op::Neg, Op::MulScalar, Op::Square, Op::Pow, Op::Pow, Op::Pow,
-                                   Op::Exp, Op::Log,       Op::Tanh,   Op::Sigmoid, Op::Relu, Op::Abs};
-    const Op op = unary_ops[pick_.below(12)];
+    static const Op unary_ops[] = {Op::Neg, Op::MulScalar, Op::Square, Op::Pow,  Op::Pow,  Op::Pow,    Op::Exp,
+                                   Op::Log, Op::Tanh,      Op::Sigmoid, Op::Relu, Op::Abs, Op::Softplus};
+    const Op op = unary_ops[pick_.below(13)];
     const bool reduce_by_sum = pick_.chance(50);
     if (!allowed(options_, std::string("op:") + op_name(op)) || !allowed(options_, reduce_by_sum ? "op:sum" : "op:mean"))
       return nullptr;

@@ -1,6 +1,8 @@
 // The op edge corpus (op_edges.h): hand-chosen values at each edge class, one program per op x class x dtype.
 #include "conformance/generate/op_edges.h"
 
+#include "conformance/program/op_descriptions.h"
+
 #include <cmath>
 #include <limits>
 
@@ -110,13 +112,23 @@ struct OpRow {
   double exponent = 0;
 };
 
+// Every element-wise unary op (op_descriptions.h), pow at each exponent whose edge points differ.
 const std::vector<OpRow>& unary_rows() {
-  static const std::vector<OpRow> rows = {
-      {"neg", Op::Neg},       {"mul_scalar", Op::MulScalar}, {"square", Op::Square},  {"pow^0", Op::Pow, 0},
-      {"pow^1", Op::Pow, 1},  {"pow^2", Op::Pow, 2},         {"pow^3", Op::Pow, 3},   {"pow^0.5", Op::Pow, 0.5},
-      {"pow^-1", Op::Pow, -1}, {"exp", Op::Exp},             {"log", Op::Log},        {"tanh", Op::Tanh},
-      {"sigmoid", Op::Sigmoid}, {"relu", Op::Relu},          {"abs", Op::Abs},
-  };
+  static const std::vector<OpRow> rows = [] {
+    std::vector<OpRow> r;
+    for (const OpDescription& d : op_descriptions()) {
+      if (!d.elementwise || d.max_operands != 1) continue;
+      if (d.op != Op::Pow) {
+        r.push_back({d.name, d.op});
+        continue;
+      }
+      for (double e : {0.0, 1.0, 2.0, 3.0, 0.5, -1.0}) {
+        std::string name = e == 0.5 ? "0.5" : std::to_string(static_cast<int>(e));
+        r.push_back({"pow^" + name, Op::Pow, e});
+      }
+    }
+    return r;
+  }();
   return rows;
 }
 

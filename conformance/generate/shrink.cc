@@ -1,6 +1,8 @@
 // Shrinking conformance programs (shrink.h): domain-aware candidates, repaired and re-validated.
 #include "conformance/generate/shrink.h"
 
+#include "conformance/program/op_descriptions.h"
+
 #include "conformance/program/optimizer_descriptions.h"
 
 #include <algorithm>
@@ -176,9 +178,6 @@ std::vector<ExprPtr> simpler_exprs(const ExprPtr& e, const std::vector<ParamSpec
         out.push_back(c);
       }
       break;
-    case Op::Linear:
-      if (e->args.size() == 3) out.push_back(linear(e->args[0], e->args[1]));
-      break;
     case Op::MulScalar:
     case Op::Pow: {
       std::vector<double> simpler = simpler_numbers(e->scalar, false);
@@ -197,16 +196,23 @@ std::vector<ExprPtr> simpler_exprs(const ExprPtr& e, const std::vector<ParamSpec
       }
       break;
     }
-    case Op::CrossEntropy:
-    case Op::Embedding:
+    default:
+      break;
+  }
+  if (e->op != Op::Param && e->op != Op::Const) {
+    const OpDescription& d = describe(e->op);
+    // Optional operands (linear's bias) dropped.
+    if (e->args.size() > d.min_operands) {
+      auto c = copy_of(e);
+      c->args.resize(d.min_operands);
+      out.push_back(c);
+    }
+    if (d.extra == OpExtra::Indices)
       for (auto& v : simpler_indices(e->indices)) {
         auto c = copy_of(e);
         c->indices = std::move(v);
         out.push_back(c);
       }
-      break;
-    default:
-      break;
   }
 
   // 3. Recursively into the operands.

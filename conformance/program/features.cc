@@ -1,6 +1,8 @@
 // program_features(): the static scan of a program behind capabilities, scopes, profiles and coverage.
 #include "conformance/program/features.h"
 
+#include "conformance/program/op_descriptions.h"
+
 #include <cmath>
 #include <functional>
 #include <map>
@@ -16,8 +18,9 @@ std::vector<FeatureInfo> make_features() {
       {"float32", "dtype", "a float32 parameter or constant"},
       {"float64", "dtype", "a float64 parameter or constant"},
   };
-  for (int i = static_cast<int>(Op::Add); i <= static_cast<int>(Op::Embedding); ++i) {
-    const std::string name = op_name(static_cast<Op>(i));
+  for (const OpDescription& d : op_descriptions()) {  // op_descriptions.h
+    if (d.op == Op::Param || d.op == Op::Const) continue;
+    const std::string name = d.name;
     f.push_back({"op:" + name, "op", "the loss op " + name + " (SEM-2)"});
   }
   for (const OptimizerDescription& d : optimizer_descriptions())  // optimizer_descriptions.h

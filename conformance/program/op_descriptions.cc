@@ -7,15 +7,21 @@ namespace lockstep {
 namespace {
 
 // Parameters and constants are the expression's leaves: values, with no arithmetic.
-OpDescription leaf(Op op, const char* name) {
+OpDescription leaf(Op op, const char* name) { return op_entry(op, name, 0, 0); }
+
+}  // namespace
+
+OpDescription op_entry(Op op, const char* name, size_t min_operands, size_t max_operands, OpExtra extra,
+                       const char* extra_key) {
   OpDescription d;
   d.op = op;
   d.name = name;
-  d.min_operands = d.max_operands = 0;
+  d.min_operands = min_operands;
+  d.max_operands = max_operands;
+  d.extra = extra;
+  d.extra_key = extra_key;
   return d;
 }
-
-}  // namespace
 
 const std::vector<OpDescription>& op_descriptions() {
   static const std::vector<OpDescription> all = [] {

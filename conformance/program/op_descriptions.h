@@ -116,8 +116,16 @@ struct OpDescription {
   bool broadcasts = false;
   bool repeated_index_cell = false;
 
+  // The driver protocol that brought it (fixtures/PROTOCOL.md): a driver of an older protocol that declares no ops
+  // is not sent it.
+  int since_protocol = 1;
+
   std::vector<OpFormulaVariant> variants;
 };
+
+// An entry's identity, the rest left to fill: `OpDescription d = op_entry(Op::Linear, "linear", 2, 3);`.
+OpDescription op_entry(Op op, const char* name, size_t min_operands, size_t max_operands, OpExtra extra = OpExtra::None,
+                       const char* extra_key = "");
 
 // Every op, in Op order (Param and Const first: leaves, with no arithmetic).
 const std::vector<OpDescription>& op_descriptions();

@@ -20,10 +20,7 @@ using BinaryScale = double (*)(double a, double ba, double c, double bc, double 
 
 OpDescription binary(Op op, const char* name, BinaryValue value, BinaryScale scale, LocalDerivative local,
                      LocalDerivative local_scale) {
-  OpDescription d;
-  d.op = op;
-  d.name = name;
-  d.min_operands = d.max_operands = 2;
+  OpDescription d = op_entry(op, name, 2, 2);
   d.broadcasts = true;
   d.elementwise = true;
   d.result_shape = [name](const Expr&, const std::vector<TypedShape>& in, const std::string& path) -> Shape {
@@ -71,9 +68,7 @@ using UnaryFunction = std::function<double(const Expr&, double a)>;
 
 OpDescription unary(Op op, const char* name, UnaryFunction f, UnaryFunction df, LocalDerivative local,
                     LocalDerivative local_scale) {
-  OpDescription d;
-  d.op = op;
-  d.name = name;
+  OpDescription d = op_entry(op, name, 1, 1);
   d.elementwise = true;
   d.result_shape = [](const Expr&, const std::vector<TypedShape>& in, const std::string&) { return in[0].shape; };
   d.forward = [f](OpCall& c) {
@@ -104,6 +99,53 @@ LocalDerivative of_output(double (*f)(double y, double b_operand)) {
 double pow_value(double a, double p) { return std::pow(a, p); }
 double pow_derivative(double a, double p) { return p == 0 ? 0.0 : p * std::pow(a, p - 1); }
 double sigmoid(double a) { return 1 / (1 + std::exp(-a)); }
+
+// softplus(a) = log(1 + e^a), a itself where a > 20 (LibTorch's default threshold, beta 1: SEMANTICS §2.12). Its
+// derivative is e^a / (e^a + 1), 1 above the threshold.
+constexpr double kSoftplusThreshold = 20;
+
+double softplus_value(double a) { return a > kSoftplusThreshold ? a : std::log1p(std::exp(a)); }
+double softplus_derivative(double a) {
+  if (a > kSoftplusThreshold) return 1;
+  const double z = std::exp(a);
+  return z / (z + 1);
+}
+
+// At the threshold the value jumps by log1p(e^-20) ~ 2.1e-9 and the derivative by as much (in float64 above an ULP of
+// 20). An operand whose rounding (its scale B, at 8 ULPs) reaches across the threshold may take either branch on an
+// engine: the scale then covers the jump, at a dtype's ULP of it.
+double softplus_jump_scale(double a, double b, DType dtype) {
+  const double eps = dtype == DType::Float32 ? 0x1p-23 : 0x1p-52;
+  if (!(std::fabs(a - kSoftplusThreshold) <= 8 * eps * b)) return 0;
+  return std::log1p(std::exp(-kSoftplusThreshold)) / eps;
+}
+
+OpDescription softplus() {
+  OpDescription d = unary(
+      Op::Softplus, "softplus", [](const Expr&, double a) { return softplus_value(a); },
+      [](const Expr&, double a) { return softplus_derivative(a); },
+      of_operand([](const OpCall&, double a, double) { return softplus_derivative(a); }),
+      [](const OpCall& c, size_t, size_t j) {
+        const EvalNode& a = c.arg(0);
+        const double x = a.v[j], s = softplus_derivative(x);
+        // |f'| + |f''| B, f'' = s (1 - s) below the threshold
+        return s + (x > kSoftplusThreshold ? 0.0 : s * (1 - s) * a.b[j]) + softplus_jump_scale(x, a.b[j], a.dtype);
+      });
+  const OpStep own_scale = d.forward_scale;
+  d.forward_scale = [own_scale](OpCall& c) {
+    own_scale(c);
+    const EvalNode& a = c.arg(0);
+    for (size_t i = 0; i < a.v.size(); ++i) c.out.b[i] = std::max(c.out.b[i], softplus_jump_scale(a.v[i], a.b[i], a.dtype));
+  };
+  d.exponentiates = true;
+  d.since_protocol = 3;
+  // e^a / (e^a + 1) underflows to 0 in one engine and to a subnormal in another near e^a's underflow: an infinite
+  // incoming gradient is NaN on one side, infinite on the other.
+  d.zero_within_rounding = [](const OpCall& c, size_t j, const OpDescription::WithinRounding& within) {
+    return within(softplus_derivative(c.arg(0).v[j]), c.out.b[j]);
+  };
+  return d;
+}
 
 }  // namespace
 
@@ -272,6 +314,7 @@ std::vector<OpDescription> elementwise_op_descriptions() {
     d.variants.push_back(std::move(v));
     ops.push_back(std::move(d));
   }
+  ops.push_back(softplus());
   return ops;
 }
 

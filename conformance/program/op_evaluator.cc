@@ -134,8 +134,9 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
     const Expr& e = call.expr;
     if (e.op == Op::Param || e.op == Op::Const) continue;
     EvalNode& n = nodes[k];
-    if (k + 1 != nodes.size())
-      for (double& x : n.s) x = std::max(x, min_normal);
+    // The root's too: an explicit gradient below the smallest normal number is scaled inside the op's backward
+    // (mse_loss's 2 g / n) and rounded there to an absolute denormal, which the operand's factor then multiplies.
+    for (double& x : n.s) x = std::max(x, min_normal);
     const OpDescription& d = describe(e.op);
     if (!d.elementwise) {
       d.backward_scale(call);

@@ -50,8 +50,8 @@ void backward_values(std::vector<EvalNode>& nodes, const std::vector<double>& se
                      const ExpressionVariant* variant = nullptr, StraddleMarks* straddles = nullptr);
 
 // The backward on magnitudes (tolerance.h): `seed` at the root, each node's s its backward scale. An op's incoming
-// scale is at least `min_normal` (a gradient through the subnormal range is rounded to an absolute denormal); a
-// non-finite contribution of one element (0 * inf) is dropped.
+// scale, the root's included, is at least `min_normal` (a gradient through the subnormal range is rounded to an
+// absolute denormal); a non-finite contribution of one element (0 * inf) is dropped.
 void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& seed, double min_normal);
 
 // Each parameter's gradient: the s of its nodes summed (in reverse evaluation order, as a backward accumulates).

@@ -79,10 +79,7 @@ int64_t inner_or_outer(const OpCall& c) {
 }
 
 OpDescription matmul_op() {
-  OpDescription d;
-  d.op = Op::Matmul;
-  d.name = "matmul";
-  d.min_operands = d.max_operands = 2;
+  OpDescription d = op_entry(Op::Matmul, "matmul", 2, 2);
   d.result_shape = [](const Expr&, const std::vector<TypedShape>& in, const std::string& path) -> Shape {
     expect_rank("matmul", in[0], 2, "the left operand", path);
     expect_rank("matmul", in[1], 2, "the right operand", path);
@@ -110,11 +107,7 @@ OpDescription matmul_op() {
 }
 
 OpDescription linear_op() {
-  OpDescription d;
-  d.op = Op::Linear;
-  d.name = "linear";
-  d.min_operands = 2;
-  d.max_operands = 3;
+  OpDescription d = op_entry(Op::Linear, "linear", 2, 3);  // the bias is optional
   d.result_shape = [](const Expr&, const std::vector<TypedShape>& in, const std::string& path) -> Shape {
     expect_rank("linear", in[0], 2, "the input x", path);
     expect_rank("linear", in[1], 2, "the weight W", path);
@@ -157,11 +150,7 @@ OpDescription linear_op() {
 }
 
 OpDescription embedding_op() {
-  OpDescription d;
-  d.op = Op::Embedding;
-  d.name = "embedding";
-  d.extra = OpExtra::Indices;
-  d.extra_key = "indices";
+  OpDescription d = op_entry(Op::Embedding, "embedding", 1, 1, OpExtra::Indices, "indices");
   d.repeated_index_cell = true;
   d.result_shape = [](const Expr& e, const std::vector<TypedShape>& in, const std::string& path) -> Shape {
     expect_rank("embedding", in[0], 2, "the weight W", path);

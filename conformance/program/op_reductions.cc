@@ -20,9 +20,7 @@ OpDescription sum_or_mean(Op op, const char* name) {
   auto divisor = [mean](const EvalNode& a) {
     return mean ? std::max<double>(1, static_cast<double>(a.v.size())) : 1.0;
   };
-  OpDescription d;
-  d.op = op;
-  d.name = name;
+  OpDescription d = op_entry(op, name, 1, 1);
   d.result_shape = [](const Expr&, const std::vector<TypedShape>&, const std::string&) { return Shape{}; };
   d.forward = [divisor](OpCall& c) {
     const EvalNode& a = c.arg(0);
@@ -80,10 +78,7 @@ OpStep mse_backward(bool rows_squared) {
 }
 
 OpDescription mse_loss() {
-  OpDescription d;
-  d.op = Op::MseLoss;
-  d.name = "mse_loss";
-  d.min_operands = d.max_operands = 2;
+  OpDescription d = op_entry(Op::MseLoss, "mse_loss", 2, 2);
   d.result_shape = [](const Expr&, const std::vector<TypedShape>& in, const std::string& path) -> Shape {
     if (in[0].shape != in[1].shape)
       throw ProgramError(path, "mse_loss: operand shapes differ (" + shape_string(in[0].shape) + " vs " +
@@ -139,11 +134,7 @@ SoftmaxRow softmax_row(const EvalNode& x, int64_t i, int64_t classes) {
 }
 
 OpDescription cross_entropy() {
-  OpDescription d;
-  d.op = Op::CrossEntropy;
-  d.name = "cross_entropy";
-  d.extra = OpExtra::Indices;
-  d.extra_key = "targets";
+  OpDescription d = op_entry(Op::CrossEntropy, "cross_entropy", 1, 1, OpExtra::Indices, "targets");
   d.exponentiates = true;
   d.repeated_index_cell = true;
   d.result_shape = [](const Expr& e, const std::vector<TypedShape>& in, const std::string& path) -> Shape {

@@ -60,6 +60,7 @@ enum class Op {
   Square,        // a * a as torch::square
   Pow,           // a ^ scalar
   Exp, Log, Tanh, Sigmoid, Relu, Abs,
+  Softplus,      // log(1 + e^a); a itself where a > 20 (SEMANTICS §2.12)
   Matmul,        // (n,k) @ (k,m) -> (n,m)
   Sum,           // -> 0-d
   Mean,          // -> 0-d

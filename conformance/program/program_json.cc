@@ -1,6 +1,8 @@
 // The JSON form of a program (see program_json.h).
 #include "conformance/program/program_json.h"
 
+#include "conformance/program/op_descriptions.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,7 +65,7 @@ ordered_json options_to_json(const OptimizerOptions& o) {
   return out;
 }
 
-nlohmann::ordered_json schema_with_optimizers(nlohmann::ordered_json schema) {
+nlohmann::ordered_json schema_from_descriptions(nlohmann::ordered_json schema) {
   ordered_json options = ordered_json::object();
   for (const std::string& name : all_option_names()) {
     switch (any_option(name).type) {
@@ -85,6 +87,30 @@ nlohmann::ordered_json schema_with_optimizers(nlohmann::ordered_json schema) {
   state["exists"] = {{"type", "boolean"}};
   schema["$defs"]["record"]["properties"]["params"]["additionalProperties"]["properties"]["state"]["properties"] =
       std::move(state);
+  // Ops (op_descriptions.h): every name, and each block of the ops that take only tensors (no scalar, no indices)
+  // lists those of its operand count.
+  ordered_json& expr = schema["$defs"]["expr"];
+  ordered_json op_names = ordered_json::array();
+  for (const OpDescription& d : op_descriptions()) op_names.push_back(d.name);
+  expr["properties"]["op"]["enum"] = std::move(op_names);
+  auto tensors_only = [](const OpDescription& d) { return d.extra == OpExtra::None && d.max_operands > 0; };
+  for (ordered_json& block : expr["allOf"]) {
+    const ordered_json& listed = block["if"]["properties"]["op"];
+    if (!listed.contains("enum") || !block["then"]["properties"]["op"].contains("enum")) continue;
+    bool plain = true;
+    for (const auto& name : listed["enum"]) {
+      const std::optional<Op> op = op_from_name(name.get<std::string>());
+      plain = plain && op && tensors_only(describe(*op));
+    }
+    const ordered_json& args = block["then"]["properties"]["args"];
+    if (!plain || !args.contains("minItems") || !args.contains("maxItems")) continue;
+    ordered_json same_arity = ordered_json::array();
+    for (const OpDescription& d : op_descriptions())
+      if (tensors_only(d) && d.min_operands == args["minItems"].get<size_t>() && d.max_operands == args["maxItems"].get<size_t>())
+        same_arity.push_back(d.name);
+    block["if"]["properties"]["op"]["enum"] = same_arity;
+    block["then"]["properties"]["op"]["enum"] = same_arity;
+  }
   return schema;
 }
 
@@ -134,10 +160,9 @@ ordered_json expr_to_json(const Expr& e) {
   ordered_json args = ordered_json::array();
   for (const auto& a : e.args) args.push_back(a ? expr_to_json(*a) : ordered_json(nullptr));
   out["args"] = std::move(args);
-  if (e.op == Op::MulScalar) out["scalar"] = number_to_json(e.scalar);
-  if (e.op == Op::Pow) out["exponent"] = number_to_json(e.scalar);
-  if (e.op == Op::CrossEntropy) out["targets"] = e.indices;
-  if (e.op == Op::Embedding) out["indices"] = e.indices;
+  const OpDescription& d = describe(e.op);  // the op's scalar or indices, under its own key
+  if (d.extra == OpExtra::Scalar) out[d.extra_key] = number_to_json(e.scalar);
+  if (d.extra == OpExtra::Indices) out[d.extra_key] = e.indices;
   return out;
 }
 
@@ -220,10 +245,9 @@ class ExprReader {
         if (untyped[i]) set_const_dtype(*operands[i], sibling);
       e->args.assign(operands.begin(), operands.end());
 
-      if (*op == Op::MulScalar) e->scalar = number_from_json(r.required("scalar"), r.pointer("scalar"));
-      if (*op == Op::Pow) e->scalar = number_from_json(r.required("exponent"), r.pointer("exponent"));
-      if (*op == Op::CrossEntropy) e->indices = indices_from_json(r.required("targets"), r.pointer("targets"));
-      if (*op == Op::Embedding) e->indices = indices_from_json(r.required("indices"), r.pointer("indices"));
+      const OpDescription& d = describe(*op);
+      if (d.extra == OpExtra::Scalar) e->scalar = number_from_json(r.required(d.extra_key), r.pointer(d.extra_key));
+      if (d.extra == OpExtra::Indices) e->indices = indices_from_json(r.required(d.extra_key), r.pointer(d.extra_key));
     }
     r.finish(true);
     return e;

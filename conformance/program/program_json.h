@@ -81,10 +81,11 @@ nlohmann::ordered_json program_to_json(const Program& p);
 nlohmann::ordered_json options_to_json(const OptimizerOptions& o);  // only the set fields
 OptimizerOptions options_from_json(const nlohmann::ordered_json& j, const std::string& pointer);  // JsonError
 nlohmann::ordered_json expr_to_json(const Expr& e);
-// The fixture schema (fixtures/schema/fixture.schema.json) with its optimizer parts rewritten from the optimizer
-// descriptions (optimizer_descriptions.h): the option properties ($defs/options), the optimizer type's enum and
-// the state properties of a record. `lockstep fixtures generate` writes it; a test keeps the shipped file equal.
-nlohmann::ordered_json schema_with_optimizers(nlohmann::ordered_json schema);
+// The fixture schema (fixtures/schema/fixture.schema.json) with its optimizer and op parts rewritten from the
+// descriptions: the option properties ($defs/options), the optimizer type's enum and the state properties of a record
+// (optimizer_descriptions.h); the op names and the operand-count blocks of $defs/expr (op_descriptions.h).
+// `lockstep fixtures generate` writes it; a test keeps the shipped file equal.
+nlohmann::ordered_json schema_from_descriptions(nlohmann::ordered_json schema);
 DType dtype_from_json(const nlohmann::ordered_json& j, const std::string& pointer);  // JsonError
 nlohmann::ordered_json shape_to_json(const Shape& s);
 Shape shape_from_json(const nlohmann::ordered_json& j, const std::string& pointer);  // JsonError

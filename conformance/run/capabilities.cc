@@ -4,7 +4,12 @@
 #include <cctype>
 #include <stdexcept>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "conformance/program/features.h"
+#include "conformance/program/op_descriptions.h"
+#include "conformance/run/driver_process.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/optional_fields.h"
 
@@ -140,6 +145,21 @@ Capabilities driver_capabilities(const json& hello) {
   c.protocol = 1;
   if (hello.is_object())
     if (auto p = hello.find("protocol"); p != hello.end() && p->is_number_integer()) c.protocol = p->get<int>();
+  // Without its own list of ops, a driver gets the ops of its protocol (op_descriptions.h, since_protocol).
+  if (!c.ops && c.protocol < kDriverProtocolVersion) {
+    c.ops.emplace();
+    std::vector<std::string> newer;
+    for (const OpDescription& d : op_descriptions()) {
+      if (d.op == Op::Param || d.op == Op::Const) continue;
+      if (d.since_protocol <= c.protocol) c.ops->insert(d.name);
+      else newer.push_back(d.name);
+    }
+    if (!newer.empty())
+      c.protocol_note = fmt::format(
+          "the driver speaks protocol {} and declares no ops, so it gets none that came later ({}); to be tested on "
+          "them, answer the hello with \"protocol\": {} or list them in supports.ops (fixtures/PROTOCOL.md 2a)",
+          c.protocol, fmt::join(newer, ", "), kDriverProtocolVersion);
+  }
   if (c.protocol >= 2 || c.optimizers) return c;
   // Protocol 1's optimizers, each with every option it had (the options of an optimizer are its description's).
   c.optimizers.emplace();
@@ -150,9 +170,9 @@ Capabilities driver_capabilities(const json& hello) {
       (*c.optimizers)[optimizer].insert(f.name.substr(f.name.find('.') + 1));
   }
   c.protocol_note =
-      std::string(hello.is_null() ? "the driver answered no hello" : "the driver's hello says protocol 1") +
+      (c.protocol_note.empty() ? "" : c.protocol_note + "; ") + std::string(hello.is_null() ? "the driver answered no hello" : "the driver's hello says protocol 1") +
       " and declares no optimizers, so it is held to protocol 1's: SGD, Adam and AdamW (RMSprop and Adagrad came "
-      "with protocol 2). To be tested on more, answer the hello with \"protocol\": 2 and declare what it supports "
+      "with protocol 2). To be tested on more, answer the hello with \"protocol\": 3 and declare what it supports "
       "(fixtures/PROTOCOL.md 2a, \"supports\"); to narrow the run, --profile NAME (an API profile, e.g. "
       "pytorch-python for a framework with PyTorch's Python API) or --exclude-features LIST";
   return c;

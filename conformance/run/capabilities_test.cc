@@ -385,13 +385,38 @@ TEST(Capabilities, ProtocolOneDriversAreHeldToProtocolOnesOptimizers) {
   const Capabilities two = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 2})"));
   EXPECT_EQ(two.protocol, 2);
   EXPECT_FALSE(two.optimizers);
-  EXPECT_TRUE(two.protocol_note.empty());
   const Capabilities declared = driver_capabilities(json::parse(
       R"({"name": "x", "version": "1", "protocol": 1, "supports": {"optimizers": {"rmsprop": ["lr"]}}})"));
   ASSERT_TRUE(declared.optimizers);
   EXPECT_EQ(declared.optimizers->count("rmsprop"), 1u);
-  EXPECT_TRUE(declared.protocol_note.empty());
+  EXPECT_EQ(declared.protocol_note.find("RMSprop"), std::string::npos) << declared.protocol_note;
   EXPECT_EQ(capabilities_from_hello(json()).protocol, 0);  // an in-process engine
+}
+
+// Ops that came with a later protocol (softplus: 3) are not sent to a driver of an older one that lists no ops: it was
+// written before they existed. A list of ops, or protocol 3, is taken as declared.
+TEST(Capabilities, DriversOfAnOlderProtocolGetNoLaterOps) {
+  using json = nlohmann::ordered_json;
+  for (const char* hello : {R"({"name": "x", "version": "1", "protocol": 1})", R"({"name": "x", "version": "1", "protocol": 2})"}) {
+    const Capabilities c = driver_capabilities(json::parse(hello));
+    ASSERT_TRUE(c.ops) << hello;
+    EXPECT_EQ(c.ops->count("softplus"), 0u) << hello;
+    EXPECT_EQ(c.ops->count("tanh"), 1u) << hello;
+    EXPECT_NE(c.protocol_note.find("softplus"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("\"protocol\": 3"), std::string::npos) << c.protocol_note;
+    FeatureScope scope;
+    exclude_unsupported(c, scope);
+    EXPECT_FALSE(scope.allows("op:softplus")) << hello;
+    EXPECT_TRUE(scope.allows("op:tanh")) << hello;
+  }
+  const Capabilities three = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 3})"));
+  EXPECT_FALSE(three.ops);
+  EXPECT_TRUE(three.protocol_note.empty());
+  const Capabilities listed = driver_capabilities(
+      json::parse(R"({"name": "x", "version": "1", "protocol": 2, "supports": {"ops": ["softplus", "sum"]}})"));
+  ASSERT_TRUE(listed.ops);
+  EXPECT_EQ(*listed.ops, (std::set<std::string>{"softplus", "sum"}));
+  EXPECT_TRUE(listed.protocol_note.empty());
 }
 
 }  // namespace

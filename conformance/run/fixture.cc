@@ -17,6 +17,7 @@
 
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
+#include "conformance/program/op_descriptions.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/pytorch_version.h"
 #include "conformance/program/trace_json.h"
@@ -30,7 +31,7 @@ using json = nlohmann::ordered_json;
 // ---------------------------------------------------------------------------------------------------------
 // Feature tags.
 
-const std::vector<FeatureTagInfo> kTags = {
+const std::vector<FeatureTagInfo> kNonOpTags = {
     {"float32", "a float32 parameter"},
     {"float64", "a float64 parameter"},
     {"scalar_param", "a 0-d parameter"},
@@ -65,28 +66,15 @@ const std::vector<FeatureTagInfo> kTags = {
     {"no_grad", "a forward under no_grad (SEM-2.3)"},
     {"weight_tying", "a parameter used more than once in one loss (SEM-2.6)"},
     {"errors", "an action (or the setup) fails; the error kind is part of the trace (SEM-8)"},
-    {"op:add", "loss op add"},
-    {"op:sub", "loss op sub"},
-    {"op:mul", "loss op mul"},
-    {"op:div", "loss op div"},
-    {"op:neg", "loss op neg"},
-    {"op:mul_scalar", "loss op mul_scalar"},
-    {"op:square", "loss op square"},
-    {"op:pow", "loss op pow"},
-    {"op:exp", "loss op exp"},
-    {"op:log", "loss op log"},
-    {"op:tanh", "loss op tanh"},
-    {"op:sigmoid", "loss op sigmoid"},
-    {"op:relu", "loss op relu"},
-    {"op:abs", "loss op abs"},
-    {"op:matmul", "loss op matmul"},
-    {"op:sum", "loss op sum"},
-    {"op:mean", "loss op mean"},
-    {"op:mse_loss", "loss op mse_loss"},
-    {"op:cross_entropy", "loss op cross_entropy"},
-    {"op:linear", "loss op linear"},
-    {"op:embedding", "loss op embedding"},
 };
+
+// The tags above, then one per loss op (op_descriptions.h).
+const std::vector<FeatureTagInfo> kTags = [] {
+  std::vector<FeatureTagInfo> tags = kNonOpTags;
+  for (const OpDescription& d : op_descriptions())
+    if (d.op != Op::Param && d.op != Op::Const) tags.push_back({std::string("op:") + d.name, std::string("loss op ") + d.name});
+  return tags;
+}();
 
 }  // namespace
 

@@ -73,8 +73,8 @@ bool fixture_applies(const Fixture& f, const std::string& pytorch_version);
 
 // Every tag feature_tags() can give, with a one-line meaning (for fixtures/README.md's coverage table).
 struct FeatureTagInfo {
-  const char* tag;
-  const char* meaning;
+  std::string tag;
+  std::string meaning;
 };
 const std::vector<FeatureTagInfo>& all_feature_tags();
 

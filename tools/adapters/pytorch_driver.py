@@ -158,6 +158,7 @@ class Torch(kit.Framework):
 for _op in ("square", "exp", "log", "tanh", "sigmoid", "relu", "abs", "matmul"):
     setattr(Torch, "op_" + _op, staticmethod(getattr(torch, _op)))
 Torch.op_mse_loss = staticmethod(F.mse_loss)
+Torch.op_softplus = staticmethod(F.softplus)  # beta 1, threshold 20 (SEMANTICS 2.12)
 
 
 def fused_paths(device):

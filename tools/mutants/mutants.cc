@@ -170,6 +170,10 @@ const std::vector<MutantInfo>& mutant_catalogue() {
        "SEM-2.11", "any"},
       {Mutant::LinearBiasGradFirstRow, "linear_bias_grad_first_row",
        "linear's bias grad is the first row of g instead of its sum over the batch", "SEM-2.11", "any"},
+      {Mutant::SoftplusThresholdIgnored, "softplus_threshold_ignored",
+       "softplus is log1p(e^a) above 20 too: infinite where e^a overflows instead of a", "SEM-2.12", "large"},
+      {Mutant::SoftplusGradSignFlipped, "softplus_grad_sign_flipped",
+       "softplus's grad is g sigmoid(-a) instead of g sigmoid(a)", "SEM-2.12", "any"},
   };
   return catalogue;
 }

@@ -94,6 +94,8 @@ enum class Mutant : uint8_t {
   TanhGradOneMinusY,
   DivGradWrongSign,
   LinearBiasGradFirstRow,
+  SoftplusThresholdIgnored,
+  SoftplusGradSignFlipped,
 };
 
 struct MutantInfo {

@@ -164,6 +164,24 @@ Tensor tanh_grad_one_minus_y(const Tensor& a) {
   });
 }
 
+// softplus_threshold_ignored: log1p(e^a) for every a, so infinite in float32 where e^a overflows (a > 88) instead of a;
+// its grad g sigmoid(a).
+Tensor softplus_threshold_ignored(const Tensor& a) {
+  ops::detail::require_defined("softplus", a);
+  Tensor out = map_unary(a, [](auto x) { return std::log1p(std::exp(x)); });
+  return record(out, "SoftplusBackward", {a}, {a}, true, [](const Node& self, const Tensor& g) {
+    return Grads{ops::mul(g, ops::sigmoid(self.saved[0]))};
+  });
+}
+
+// softplus_grad_sign_flipped: the grad is g sigmoid(-a) = g / (1 + e^a) instead of g sigmoid(a).
+Tensor softplus_grad_sign_flipped(const Tensor& a) {
+  Tensor out = values_of([&] { return ops::softplus(a); });
+  return record(out, "SoftplusBackward", {a}, {a}, true, [](const Node& self, const Tensor& g) {
+    return Grads{ops::mul(g, ops::sigmoid(ops::neg(self.saved[0])))};
+  });
+}
+
 // div_grad_wrong_sign: the divisor's grad is +g a/b^2 instead of -g a/b^2.
 Tensor div_grad_wrong_sign(const Tensor& a, const Tensor& b) {
   Tensor out = values_of([&] { return ops::div(a, b); });
@@ -412,6 +430,12 @@ std::optional<Tensor> apply_op_mutant(Mutant m, const Expr& e, const std::vector
     case Mutant::LinearBiasGradFirstRow:
       if (op == Op::Linear && operands.size() > 2) return linear_bias_grad_first_row(a, b, operands[2]);
       break;
+    case Mutant::SoftplusThresholdIgnored:
+      if (op == Op::Softplus) return softplus_threshold_ignored(a);
+      break;
+    case Mutant::SoftplusGradSignFlipped:
+      if (op == Op::Softplus) return softplus_grad_sign_flipped(a);
+      break;
     default:
       break;
   }
@@ -437,6 +461,8 @@ bool is_op_level(Mutant m) {
     case Mutant::TanhGradOneMinusY:
     case Mutant::DivGradWrongSign:
     case Mutant::LinearBiasGradFirstRow:
+    case Mutant::SoftplusThresholdIgnored:
+    case Mutant::SoftplusGradSignFlipped:
       return true;
     default:
       return false;

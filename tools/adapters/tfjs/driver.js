@@ -138,6 +138,7 @@ class Tfjs extends kit.Framework {
   op_sigmoid(a) { return tf.sigmoid(a); }
   op_relu(a) { return tf.relu(a); }
   op_abs(a) { return tf.abs(a); }
+  op_softplus(a) { return tf.softplus(a); }
   op_matmul(a, b) { return tf.matMul(a, b); }
   op_sum(a) { return tf.sum(a); }
   op_mean(a) { return tf.mean(a); }

@@ -78,7 +78,7 @@ const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d === b[i
 // ---- the grammar (fixtures/README.md "Programs", conformance/program/optimizer_*.cc) -----------------------------
 
 const OPS = ['add', 'sub', 'mul', 'div', 'neg', 'mul_scalar', 'square', 'pow', 'exp', 'log', 'tanh', 'sigmoid', 'relu',
-  'abs', 'matmul', 'sum', 'mean', 'mse_loss', 'cross_entropy', 'linear', 'embedding'];
+  'abs', 'softplus', 'matmul', 'sum', 'mean', 'mse_loss', 'cross_entropy', 'linear', 'embedding'];
 // The non-tensor argument an op takes after its tensors.
 const OP_EXTRAS = { mul_scalar: (e) => numberIn(e.scalar), pow: (e) => numberIn(e.exponent),
   cross_entropy: (e) => e.targets.slice(), embedding: (e) => e.indices.slice() };
@@ -729,7 +729,7 @@ async function runProgram(fw, program) {
 
 // ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ----------------------------------------------------------
 
-const PROTOCOL = 2;  // protocol 1 plus RMSprop/Adagrad
+const PROTOCOL = 3;  // protocol 1 plus RMSprop/Adagrad (2), plus softplus (3)
 
 // The hello answer's body, speaking min(the request's protocol, PROTOCOL).
 function hello(fw, requested = 1) {

@@ -134,7 +134,7 @@ def numel(shape):
 # ---- the grammar (fixtures/README.md "Programs", conformance/program/optimizer_*.cc) ------------------------------
 
 OPS = ("add", "sub", "mul", "div", "neg", "mul_scalar", "square", "pow", "exp", "log", "tanh", "sigmoid", "relu",
-       "abs", "matmul", "sum", "mean", "mse_loss", "cross_entropy", "linear", "embedding")
+       "abs", "softplus", "matmul", "sum", "mean", "mse_loss", "cross_entropy", "linear", "embedding")
 _OP_EXTRAS = {"mul_scalar": ("scalar", number_in), "pow": ("exponent", number_in),
               "cross_entropy": ("targets", list), "embedding": ("indices", list)}
 
@@ -631,7 +631,7 @@ def run_program(fw, program):
 
 # ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ------------------------------------------------------------
 
-PROTOCOL = 2  # protocol 1 plus RMSprop/Adagrad
+PROTOCOL = 3  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3)
 
 
 def hello(fw, requested=1):
