@@ -258,11 +258,12 @@ Tensor softplus_grad(const Tensor& grad, const Tensor& a) {
     auto gr = grads(2);
     if (self.needs_grad(0)) gr[0] = softplus_grad(gg, x);  // linear in g
     if (self.needs_grad(1)) {
-      // d/da e^a / (e^a + 1) = s (1 - s), s = sigmoid(a); 0 above the threshold (a constant mask)
+      // d/da e^a / (e^a + 1) = s (1 - s), s = sigmoid(a); 0 from the threshold on (a constant mask). At exactly 20
+      // the first derivative is still s, yet its derivative is 0 (black-box, SEM-2.12).
       Tensor s = sigmoid(x);
       Tensor below = map_unary(x, [](auto v) {
         using T = decltype(v);
-        return v > T(20) ? T(0) : T(1);
+        return v < T(20) ? T(1) : T(0);
       });
       gr[1] = mul(mul(gg, g), mul(mul(s, add_scalar(neg(s), 1.0)), below));
     }

@@ -149,6 +149,7 @@ const char* situation_of(const std::string& mutant) {
       {"relu_nan_to_zero", "ops|relu *|nonfinite"},
       {"mul_flushes_subnormals", "ops|*|tiny"},
       {"sigmoid_unstable", "ops|sigmoid *|large"},
+      {"softplus_threshold_ignored", "ops|softplus *|large"},
       {"cross_entropy_unshifted", "ops|cross_entropy *|large"},
       {"embedding_repeated_index_overwrites", "ops|embedding *|repeated_index"},
       {"broadcast_grad_first_element", "ops|*|broadcast"},

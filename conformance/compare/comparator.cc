@@ -360,7 +360,7 @@ class Comparer {
       const bool finite_before = (!previous || std::isfinite(previous->data[i])) &&
                                  (!actual_previous || std::isfinite(actual_previous->data[i]));
       if (finite_before && ((ce == 1 && av == fs) || (ca == 1 && ev == fs)))
-        return fmt::format("an infinite gradient through tanh or sigmoid at saturation: inf * 0 (NaN) or {} as the "
+        return fmt::format("an infinite gradient through tanh or sigmoid at saturation, or softplus where e^a underflows: inf * 0 (NaN) or {} as the "
                            "output rounds (SEMANTICS §9.1)", number_text(fs, dtype));
     }
     return "";

@@ -39,7 +39,8 @@
 // every computed node's scale (forward and backward) is at least the dtype's smallest normal number.
 // Classes decided by a rounding: where an infinite gradient flows through tanh or sigmoid within k ULPs of saturation,
 // the local derivative 1 - y^2 (y (1 - y)) is 0 on an engine whose y rounded to exactly 1 and tiny on the other
-// (LibTorch's tanh and libm's differ by an ULP there), so the grad is NaN (inf * 0) on one and ±inf on the other. Such
+// (LibTorch's tanh and libm's differ by an ULP there), so the grad is NaN (inf * 0) on one and ±inf on the other;
+// likewise softplus's e^a / (e^a + 1) where e^a underflows to 0 on one engine and to a subnormal on the other. Such
 // elements (OperandScales::grad_straddle) accept NaN against the specification's own ±inf, either way round.
 // Without re-synchronisation (free-running, replay, drivers) the bound also carries an error budget
 // (error_budget.h): the deviation already accepted in the action's inputs, propagated through the action.
@@ -107,7 +108,7 @@ struct OperandScales {
   std::map<std::string, std::vector<double>> grad;     // per parameter reached, per element
   int64_t reduction_length = 1;                        // n: the longest reduction (header comment)
   // Per parameter with such an element: the grad's signed value in double (±inf) where its class hangs on a rounding
-  // (header comment: an infinite gradient through tanh or sigmoid at saturation), else 0.
+  // (header comment: an infinite gradient through tanh or sigmoid at saturation, softplus at e^a's underflow), else 0.
   std::map<std::string, std::vector<double>> grad_straddle;
   // Per element: 1 where every operand that produced it was exactly zero (its scale before the subnormal floor is 0),
   // so the sign of a zero result is defined (SEMANTICS §9.5).

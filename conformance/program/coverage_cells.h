@@ -6,7 +6,7 @@
 // Five tables (coverage_tables() lists every row and column):
 //   ops         op x dtype (pow by exponent 0, 1, 2, 3, other) x edge class of its inputs: any, zero,
 //               negative, tiny (nonzero, below 256 times the smallest normal: subnormal or next to it), large
-//               (|x| >= 2^20; for exp, sigmoid, tanh and cross_entropy beyond exp's overflow, 88 in float32 and
+//               (|x| >= 2^20; for exp, sigmoid, tanh, softplus and cross_entropy beyond exp's overflow, 88 in float32 and
 //               709 in float64), nonfinite (NaN, +-Inf), repeated_index (embedding rows, cross_entropy
 //               targets), broadcast (a 0-d operand of a binary op). Values are those of a forward evaluation
 //               (in the dtype's precision) at the parameters' initial values, the values a first forward sees.

@@ -36,7 +36,7 @@ void expect_error_at(const ExprPtr& e, const std::string& path, const std::strin
 
 TEST(ProgramNames, OpNamesRoundTrip) {
   const std::vector<std::string> names = {"param", "const", "add", "sub", "mul", "div", "neg", "mul_scalar",
-                                          "square", "pow", "exp", "log", "tanh", "sigmoid", "relu", "abs",
+                                          "square", "pow", "exp", "log", "tanh", "sigmoid", "relu", "abs", "softplus",
                                           "matmul", "sum", "mean", "mse_loss", "cross_entropy", "linear",
                                           "embedding"};
   for (const auto& n : names) {

@@ -114,7 +114,7 @@ std::string truncate_for_message(const std::string& s, size_t n = 200);
 inline constexpr int kDriverProtocolVersion = 3;  // 2: RMSprop, Adagrad; 3: softplus
 inline constexpr int kOldestDriverProtocol = 1;
 inline constexpr const char* kDriverHelloId = "lockstep-hello";
-std::string driver_hello_line();  // {"id": "lockstep-hello", "hello": {"protocol": 2}}
+std::string driver_hello_line();  // {"id": "lockstep-hello", "hello": {"protocol": 3}}
 
 // One driver process, started lazily (with the hello) and restarted after it died or was killed.
 class ExternalDriver {

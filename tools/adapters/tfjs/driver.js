@@ -39,7 +39,7 @@ function savedAsThemselves(op, req) {
   switch (op) {
     case 'mul': case 'matmul': return [req[1], req[0]];
     case 'div': return [req[1], req[0] || req[1]];
-    case 'square': case 'pow': case 'log': case 'abs': case 'embedding': return [true];
+    case 'square': case 'pow': case 'log': case 'abs': case 'softplus': case 'embedding': return [true];
     case 'mse_loss': return [true, true];
     case 'linear': return [req[1], req[0], false];
     default: return req.map(() => false);  // add sub neg mul_scalar sum mean; exp tanh sigmoid relu and

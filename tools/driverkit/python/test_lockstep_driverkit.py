@@ -72,7 +72,8 @@ class Hello(unittest.TestCase):
         fw = tiny.Tiny()
         self.assertEqual(kit.hello(fw, 1)["protocol"], 1)
         self.assertEqual(kit.hello(fw, 2)["protocol"], 2)
-        self.assertEqual(kit.hello(fw, 7)["protocol"], 2)
+        self.assertEqual(kit.hello(fw, 3)["protocol"], 3)
+        self.assertEqual(kit.hello(fw, 7)["protocol"], 3)
 
     def test_supports_computed_from_the_class(self):
         s = kit.hello(tiny.Tiny())["supports"]

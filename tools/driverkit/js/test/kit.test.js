@@ -122,11 +122,12 @@ test('unsupported: what the framework lacks is named, from the grammar alone', a
   assert.ok((await ask({ optimizer: { type: 'sgd', defaults: { lr: 1, momentum: 0 }, params: ['w'] } })).trace);
 });
 
-test('hello: protocol min(requested, 2), supports computed from the class', () => {
+test('hello: protocol min(requested, 3), supports computed from the class', () => {
   const fw = new TinyAutograd();
   assert.equal(kit.hello(fw, 1).protocol, 1);
   assert.equal(kit.hello(fw, 2).protocol, 2);
-  assert.equal(kit.hello(fw, 7).protocol, 2);
+  assert.equal(kit.hello(fw, 3).protocol, 3);
+  assert.equal(kit.hello(fw, 7).protocol, 3);
   const h = kit.hello(fw, 2);
   assert.deepEqual(h.supports.ops, ['add', 'sub', 'mul', 'neg', 'mul_scalar', 'sum', 'mean']);
   assert.deepEqual(h.supports.optimizers, { sgd: ['lr'] });
