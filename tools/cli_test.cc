@@ -217,6 +217,8 @@ void expect_reproduces(const std::string& engine, const std::string& name) {
     FirstFailure f = first_failure(d + "/lockstep-report.json", random_only);
     ASSERT_FALSE(f.id.empty()) << "no failure in the report";
     EXPECT_TRUE(f.has_program) << f.id;
+    if (engine.find("--focus") != std::string::npos)
+      EXPECT_NE(f.reproduce.find(" --focus"), std::string::npos) << f.reproduce;
     if (random_only) {
       EXPECT_NE(f.reproduce.find("--index"), std::string::npos) << f.reproduce;
       EXPECT_EQ(f.reproduce.find("--count"), std::string::npos) << "the reproduce line runs one program: " << f.reproduce;
@@ -238,6 +240,12 @@ TEST(Cli, ReproduceLinesReproduceInProcess) { expect_reproduces("impl --mutant a
 
 TEST(Cli, ReproduceLinesReproduceThroughADriver) {
   expect_reproduces(std::string("'") + IMPL_DRIVER + " --mutant adam_eps_inside_sqrt'", "repro-driver");
+}
+
+// A focused scope's programs are other programs than the scope's alone: the reproduce line carries --focus.
+TEST(Cli, ReproduceLinesOfAFocusedScopeReproduce) {
+  const std::string engine = "impl --mutant softplus_grad_sign_flipped --features op:softplus,op:sum,op:mean --focus";
+  expect_reproduces(engine, "repro-focus");
 }
 
 TEST(Cli, IndexRunsThatProgramWhateverCountSays) {

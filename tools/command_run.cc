@@ -287,6 +287,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
                                           args.special_values ? " --special-values" : "");
   if (!args.special_values && args.special_values_every != RunArgs{}.special_values_every)
     random_prefix += fmt::format(" --special-values-every {}", args.special_values_every);
+  if (args.focus && !scope.scope->empty()) random_prefix += " --focus";
   if (report.shard) report.shard->run = random_prefix;
 
   // A case's report, judged by the expectations (expectations.h).
@@ -345,6 +346,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     gen.special_values = args.special_values;
     gen.special_values_every = args.special_values_every;
     if (!scope.scope->empty()) gen.scope = scope.scope;
+    gen.focus = args.focus;
     RandomPrograms programs(args.seed, gen);
     const int64_t first = args.only_index >= 0 ? args.only_index : 0;
     const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
@@ -498,6 +500,9 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_scope_options(run, args.features, args.exclude_features, args.profile, ScopeOf::GeneratedPrograms);
+  run->add_flag("--focus", args.focus,
+                "With --features: draw element-wise ops among the listed ones, so each is exercised often (changes the "
+                "programs of a seed)");
   run->add_option("--index", args.only_index, "Run only this random program (to reproduce a failure)")
       ->check(CLI::NonNegativeNumber);
   add_jobs_option(run,

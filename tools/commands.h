@@ -38,6 +38,7 @@ struct RunArgs {
   int64_t timeout_ms = 10000;            // drivers: per-program timeout
   std::string features;                  // --features: within each category named, only these (feature_scope.h)
   std::string exclude_features;          // --exclude-features: never these
+  bool focus = false;                    // --focus: draw element-wise ops among the scoped ones (GenOptions::focus)
   std::string profile;                   // --profile NAME|FILE|none; empty: the one the driver's hello names
   int64_t jobs = 0;                      // worker processes; 0: the machine's cores (report_shards.h)
   std::string shard;                     // "i/n": only this slice (report_shards.h); empty: GTEST_* or the whole run

@@ -233,9 +233,20 @@ class ExprBuilder {
     return cross_entropy(std::move(logits), std::move(targets));
   }
 
+  // Under GenOptions::focus, a draw of `n` kinds whose op is `op_of(k)` among the kinds the scope allows
+  // (none allowed: the usual draw, which the caller's retry then rejects).
+  template <class OpOf>
+  int draw_kind(int n, OpOf op_of) {
+    if (!options_.focus || !options_.scope) return pick_.below(n);
+    std::vector<int> kinds;
+    for (int k = 0; k < n; ++k)
+      if (allowed(options_, std::string("op:") + op_name(op_of(k)))) kinds.push_back(k);
+    return kinds.empty() ? pick_.below(n) : pick_.element(kinds);
+  }
+
   ExprPtr elementwise_binary(DType dtype, const Shape& shape, int depth) {
     static const Op ops[] = {Op::Add, Op::Sub, Op::Mul, Op::Div};
-    const Op op = ops[pick_.below(4)];
+    const Op op = ops[draw_kind(4, [](int k) { return ops[k]; })];
     // One operand 0-d: broadcast (program.h).
     const bool broadcast = !shape.empty() && pick_.chance(15);
     const Shape b_shape = broadcast ? Shape{} : shape;
@@ -246,7 +257,9 @@ class ExprBuilder {
   }
 
   ExprPtr elementwise_unary(DType dtype, const Shape& shape, int depth) {
-    const int k = pick_.below(13);
+    static const Op kinds[] = {Op::Neg,  Op::MulScalar, Op::Square, Op::Pow, Op::Exp, Op::Log,     Op::Tanh,
+                               Op::Sigmoid, Op::Relu,   Op::Abs,    Op::Pow, Op::Pow, Op::Softplus};
+    const int k = draw_kind(13, [](int i) { return kinds[i]; });
     if (k == 12) return unary(Op::Softplus, expr(dtype, shape, depth - 1));
     switch (k >= 10 ? 3 : k) {  // pow three times as often: five rows of the coverage table
       case 0: return unary(Op::Neg, expr(dtype, shape, depth - 1));

@@ -53,6 +53,10 @@ struct GenOptions {
   // features at every choice; RandomPrograms also draws again (up to 1000 times) when a whole program is
   // out of scope, and keeps its shrinks within the scope.
   std::shared_ptr<const FeatureScope> scope;
+  // With a scope: an element-wise op is drawn among the ops the scope allows, not among all of them and then
+  // drawn again when out of scope, so a scope of a few ops exercises each of them often (`lockstep run
+  // --focus`). Changes the programs of a seed; without a scope it changes nothing.
+  bool focus = false;
 };
 
 // --- Components ------------------------------------------------------------------------------------------
