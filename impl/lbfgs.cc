@@ -1,0 +1,199 @@
+#include "impl/lbfgs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// Rounding (SEM-16.4): every vector below holds values of the flat gradient's dtype T and each line rounds once to
+// T; dot products and sums add in order (LibTorch's reduction order is unspecified, so the last bits of a dot may
+// differ from LibTorch's); t is a double; a move p + t d is one fused multiply-add with t rounded to p's dtype, as
+// 1.13 does. The library is otherwise built with -ffp-contract=off.
+
+namespace lockstep::impl {
+namespace {
+
+using Vec = std::vector<double>;  // values of T, widened
+
+template <class T>
+T dot(const Vec& a, const Vec& b) {
+  T s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += static_cast<T>(a[i]) * static_cast<T>(b[i]);
+  return s;
+}
+
+template <class T>
+T max_abs(const Vec& a) {
+  T m = 0;
+  for (double v : a) m = std::max(m, static_cast<T>(std::fabs(v)));
+  return m;
+}
+
+// The flat gradient (SEM-16.2): every parameter's grad in order, zeros for an undefined one, in T.
+template <class T>
+Vec gather_flat_grad(const std::vector<Tensor>& params) {
+  Vec g;
+  for (const Tensor& p : params) {
+    const Tensor grad = p.grad();
+    for (int64_t i = 0; i < p.numel(); ++i) g.push_back(grad.defined() ? static_cast<double>(static_cast<T>(grad.at(i))) : 0.0);
+  }
+  return g;
+}
+
+// The closure's loss as a number (SEM-16.2).
+double call(const LBFGS::Closure& closure) {
+  const Tensor loss = closure();
+  if (loss.numel() != 1)
+    throw Error(ErrorKind::Other, "a Tensor with " + std::to_string(loss.numel()) + " elements cannot be converted to Scalar");
+  return loss.at(0);
+}
+
+// p = p + t d for every parameter, its slice of d; one version bump each (SEM-16.3).
+void move(std::vector<Tensor>& params, double t, const Vec& d) {
+  size_t offset = 0;
+  for (Tensor& p : params) {
+    dispatch_dtype(p.dtype(), [&](auto zero) {
+      using P = decltype(zero);
+      P* values = p.data<P>();
+      const P step = static_cast<P>(t);
+      for (int64_t i = 0; i < p.numel(); ++i) values[i] = std::fma(step, static_cast<P>(d[offset + static_cast<size_t>(i)]), values[i]);
+    });
+    offset += static_cast<size_t>(p.numel());
+    p.bump_version();
+  }
+}
+
+// SEM-16.3, the flat vectors in T.
+template <class T>
+void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSState& st, double loss, Vec g,
+                      const LBFGS::Closure& closure) {
+  const int64_t max_eval = o.max_eval.value_or(o.max_iter * 5 / 4);
+  int64_t evals = 1;
+  bool grad_small = false;
+  Vec& d = st.d;
+  for (int64_t n = 1; n <= o.max_iter; ++n) {
+    st.n_iter += 1;
+    if (st.n_iter == 1) {
+      d.resize(g.size());
+      for (size_t i = 0; i < g.size(); ++i) d[i] = -g[i];                          // d = -g
+      st.old_dirs.clear();
+      st.old_stps.clear();
+      st.ro.clear();
+      st.H_diag = 1;
+    } else {
+      Vec y(g.size()), s(g.size());
+      for (size_t i = 0; i < g.size(); ++i) {
+        y[i] = static_cast<T>(static_cast<T>(g[i]) - static_cast<T>(st.prev_flat_grad[i]));  // y = g - prev_flat_grad
+        s[i] = static_cast<T>(static_cast<T>(d[i]) * static_cast<T>(st.t));                   // s = d t
+      }
+      const T ys = dot<T>(y, s);
+      if (ys > 1e-10) {                                                            // a curvature pair worth keeping
+        if (static_cast<int64_t>(st.old_dirs.size()) == o.history_size) {
+          st.old_dirs.pop_front();
+          st.old_stps.pop_front();
+          st.ro.pop_front();
+        }
+        st.old_dirs.push_back(y);
+        st.old_stps.push_back(s);
+        st.ro.push_back(static_cast<T>(T(1) / ys));
+        st.H_diag = static_cast<T>(ys / dot<T>(y, y));
+      }
+      // The two loops: q from the newest pair to the oldest, then r back from the oldest to the newest.
+      const size_t pairs = st.old_dirs.size();
+      std::vector<T> al(pairs);
+      Vec q(g.size());
+      for (size_t i = 0; i < g.size(); ++i) q[i] = -g[i];                          // q = -g
+      for (size_t k = pairs; k-- > 0;) {
+        al[k] = dot<T>(st.old_stps[k], q) * static_cast<T>(st.ro[k]);             // al = (s · q) ro
+        for (size_t i = 0; i < q.size(); ++i)                                     // q = q - al y
+          q[i] = std::fma(-al[k], static_cast<T>(st.old_dirs[k][i]), static_cast<T>(q[i]));
+      }
+      for (size_t i = 0; i < q.size(); ++i) d[i] = static_cast<T>(static_cast<T>(q[i]) * static_cast<T>(st.H_diag));  // r = q H
+      for (size_t k = 0; k < pairs; ++k) {
+        const T be = dot<T>(st.old_dirs[k], d) * static_cast<T>(st.ro[k]);       // be = (y · r) ro
+        for (size_t i = 0; i < d.size(); ++i)                                     // r = r + (al - be) s
+          d[i] = std::fma(al[k] - be, static_cast<T>(st.old_stps[k][i]), static_cast<T>(d[i]));
+      }
+    }
+    st.prev_flat_grad = g;
+    st.prev_loss = loss;
+    if (st.n_iter == 1) {
+      T abs_sum = 0;
+      for (double v : g) abs_sum += static_cast<T>(std::fabs(v));
+      st.t = std::min(1.0, 1.0 / static_cast<double>(abs_sum)) * o.lr;
+    } else {
+      st.t = o.lr;
+    }
+    if (static_cast<double>(dot<T>(g, d)) > -o.tolerance_change) break;           // not a descent direction
+    move(params, st.t, d);
+    if (n != o.max_iter) {
+      loss = call(closure);
+      g = gather_flat_grad<T>(params);
+      grad_small = max_abs<T>(g) <= o.tolerance_grad;
+      evals += 1;
+      st.func_evals += 1;
+    }
+    if (n == o.max_iter || evals >= max_eval) break;
+    if (grad_small) break;
+    T largest_move = 0;
+    for (double v : d) largest_move = std::max(largest_move, static_cast<T>(std::fabs(static_cast<T>(static_cast<T>(v) * static_cast<T>(st.t)))));
+    if (largest_move <= o.tolerance_change) break;
+    if (std::fabs(loss - st.prev_loss) < o.tolerance_change) break;
+  }
+}
+
+}  // namespace
+
+LBFGS::LBFGS(std::vector<Tensor> params, const LBFGSOptions& defaults) : LBFGS(single_group(std::move(params)), defaults) {}
+
+LBFGS::LBFGS(std::vector<ParamGroup> groups, const LBFGSOptions& defaults)
+    : Optimizer(std::move(groups), defaults.clone()) {
+  if (param_groups().size() != 1)
+    throw Error(ErrorKind::Other, "LBFGS doesn't support per-parameter options (parameter groups)");
+  // SEM-16.1: max_eval is fixed once, from the defaults.
+  if (!defaults.max_eval) group_options(0).max_eval = defaults.max_iter * 5 / 4;
+}
+
+void LBFGS::step() { throw Error(ErrorKind::Other, "LBFGS requires a closure function"); }
+
+Tensor LBFGS::step(const Closure& closure) {
+  if (!closure) step();
+  if (param_groups().size() != 1)  // a group added later (SEM-16.1)
+    throw Error(ErrorKind::Other, "param_groups_.size() == 1 INTERNAL ASSERT FAILED (LBFGS has one group)");
+  const LBFGSOptions& o = group_options(0);
+  if (o.line_search_fn) {
+    if (*o.line_search_fn != "strong_wolfe") throw Error(ErrorKind::Other, "only 'strong_wolfe' is supported");
+    throw Error(ErrorKind::Other, "line_search_fn 'strong_wolfe' is not implemented yet (SEM-16)");
+  }
+  std::vector<Tensor>& params = param_groups()[0].params;
+  if (params.empty()) throw Error(ErrorKind::Other, "LBFGS has no parameters");
+  LBFGSState* st = static_cast<LBFGSState*>(find_state(params[0]));
+  if (!st) st = static_cast<LBFGSState*>(&set_state(params[0], std::make_unique<LBFGSState>()));
+
+  const Tensor first = closure();
+  if (first.numel() != 1)
+    throw Error(ErrorKind::Other, "a Tensor with " + std::to_string(first.numel()) + " elements cannot be converted to Scalar");
+  st->func_evals += 1;
+  // The flat gradient's dtype: float32 only when every parameter is.
+  const bool all_float32 = std::all_of(params.begin(), params.end(), [](const Tensor& p) { return p.dtype() == DType::Float32; });
+  dispatch_dtype(all_float32 ? DType::Float32 : DType::Float64, [&](auto zero) {
+    using T = decltype(zero);
+    Vec g = gather_flat_grad<T>(params);
+    if (max_abs<T>(g) <= o.tolerance_grad) return;  // already optimal: nothing moves, n_iter unchanged
+    lbfgs_iterations<T>(params, o, *st, first.at(0), std::move(g), closure);
+  });
+  return first;
+}
+
+LBFGSOptions& LBFGS::group_options(size_t i) { return static_cast<LBFGSOptions&>(*param_groups().at(i).options); }
+const LBFGSOptions& LBFGS::group_options(size_t i) const {
+  return static_cast<const LBFGSOptions&>(*param_groups().at(i).options);
+}
+
+const LBFGSState* LBFGS::lbfgs_state() const {
+  const std::vector<Tensor>& params = param_groups().at(0).params;
+  return params.empty() ? nullptr : static_cast<const LBFGSState*>(state(params[0]));
+}
+
+}  // namespace lockstep::impl
