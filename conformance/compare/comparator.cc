@@ -576,7 +576,7 @@ class Comparer {
         auto own = step.state.find(field);
         if (mine.scale == StateScale::Own && own != step.state.end()) scale = &own->second;
       }
-      const Quantity q = quantity_from_name(field).value_or(Quantity::Param);
+      const Quantity q = Quantity::state(field);
       compare_state_tensor(n, t.name, q, es.*t.field, as.*t.field, ps ? &(ps->*t.field) : nullptr,
                            aps ? &(aps->*t.field) : nullptr, scale);
     }

@@ -108,10 +108,10 @@ struct CompareContext {
 
 // The largest ULP error seen per quantity in one comparison (free-running growth); -1 when none compared.
 struct ErrorStats {
-  std::array<double, kQuantityCount> max_ulp_error;
-  ErrorStats() { max_ulp_error.fill(-1); }
-  double& operator[](Quantity q) { return max_ulp_error[static_cast<size_t>(q)]; }
-  double operator[](Quantity q) const { return max_ulp_error[static_cast<size_t>(q)]; }
+  std::vector<double> max_ulp_error;  // per Quantity::index()
+  ErrorStats() : max_ulp_error(quantity_count(), -1.0) {}
+  double& operator[](Quantity q) { return max_ulp_error[q.index()]; }
+  double operator[](Quantity q) const { return max_ulp_error[q.index()]; }
 };
 
 // Every difference between `actual` and `expected`, in a fixed order: the action and error first, then

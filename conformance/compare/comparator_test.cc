@@ -409,9 +409,9 @@ TEST(Sem9Comparator, StatsRecordTheLargestUlpErrorPerQuantity) {
   ErrorStats stats;
   EXPECT_TRUE(compare_records(e, a, nullptr, CompareContext{}, &stats).empty());
   EXPECT_EQ(stats[Quantity::Param], 2);
-  EXPECT_EQ(stats[Quantity::ExpAvgSq], 3);
+  EXPECT_EQ(stats[Quantity::state("exp_avg_sq")], 3);
   EXPECT_EQ(stats[Quantity::Grad], 0);
-  EXPECT_EQ(stats[Quantity::MomentumBuffer], -1);  // none compared
+  EXPECT_EQ(stats[Quantity::state("momentum_buffer")], -1);  // none compared
 }
 
 TEST(Sem9Comparator, NumberTextIsShortestRoundTrip) {

@@ -2,37 +2,45 @@
 #include "conformance/compare/tolerance.h"
 
 #include "conformance/program/op_evaluator.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 namespace lockstep {
 
+// Quantities past the fixed four are the state tensors, in all_state_tensors() order.
+struct QuantityIndex {
+  static Quantity at(size_t index) { return Quantity(index); }
+};
+
+size_t quantity_count() { return kFixedQuantities + all_state_tensors().size(); }
+
+Quantity Quantity::state(const std::string& name) {
+  const std::vector<StateTensorDescription>& states = all_state_tensors();
+  for (size_t i = 0; i < states.size(); ++i)
+    if (name == states[i].name) return Quantity(kFixedQuantities + i);
+  throw std::invalid_argument("no optimizer state tensor is named '" + name + "'");
+}
+
 const char* quantity_name(Quantity q) {
-  switch (q) {
-    case Quantity::Param: return "param";
-    case Quantity::Grad: return "grad";
-    case Quantity::MomentumBuffer: return "momentum_buffer";
-    case Quantity::ExpAvg: return "exp_avg";
-    case Quantity::ExpAvgSq: return "exp_avg_sq";
-    case Quantity::MaxExpAvgSq: return "max_exp_avg_sq";
-    case Quantity::SquareAvg: return "square_avg";
-    case Quantity::GradAvg: return "grad_avg";
-    case Quantity::Sum: return "sum";
-    case Quantity::Output: return "output";
-    case Quantity::Handle: return "handle";
-  }
-  return "?";
+  static const char* const fixed[kFixedQuantities] = {"param", "grad", "output", "handle"};
+  if (q.index() < kFixedQuantities) return fixed[q.index()];
+  return all_state_tensors().at(q.index() - kFixedQuantities).name;
 }
 
 const std::vector<Quantity>& all_quantities() {
-  static const std::vector<Quantity> all = {Quantity::Param,    Quantity::Grad,        Quantity::MomentumBuffer,
-                                            Quantity::ExpAvg,   Quantity::ExpAvgSq,    Quantity::MaxExpAvgSq,
-                                            Quantity::SquareAvg, Quantity::GradAvg,    Quantity::Sum,
-                                            Quantity::Output,   Quantity::Handle};
+  static const std::vector<Quantity> all = [] {
+    std::vector<Quantity> v = {Quantity::Param, Quantity::Grad};
+    for (size_t i = 0; i < all_state_tensors().size(); ++i) v.push_back(QuantityIndex::at(kFixedQuantities + i));
+    v.push_back(Quantity::Output);
+    v.push_back(Quantity::Handle);
+    return v;
+  }();
   return all;
 }
 
@@ -41,25 +49,6 @@ std::optional<Quantity> quantity_from_name(const std::string& name) {
     if (name == quantity_name(q)) return q;
   return std::nullopt;
 }
-
-double& Tolerance::k(Quantity q) {
-  switch (q) {
-    case Quantity::Param: return param;
-    case Quantity::Grad: return grad;
-    case Quantity::MomentumBuffer: return momentum_buffer;
-    case Quantity::ExpAvg: return exp_avg;
-    case Quantity::ExpAvgSq: return exp_avg_sq;
-    case Quantity::MaxExpAvgSq: return max_exp_avg_sq;
-    case Quantity::SquareAvg: return square_avg;
-    case Quantity::GradAvg: return grad_avg;
-    case Quantity::Sum: return sum;
-    case Quantity::Output: return output;
-    case Quantity::Handle: return handle;
-  }
-  return param;
-}
-
-double Tolerance::k(Quantity q) const { return const_cast<Tolerance*>(this)->k(q); }
 
 double ulp(double x, DType dtype) {
   if (std::isnan(x)) return x;

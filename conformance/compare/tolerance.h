@@ -63,33 +63,46 @@
 
 namespace lockstep {
 
-// The numeric quantities a trace holds (SEMANTICS §8), each with its own k.
-// Each optimizer state tensor of optimizer_descriptions.h is a quantity of the same name.
-enum class Quantity {
-  Param, Grad, MomentumBuffer, ExpAvg, ExpAvgSq, MaxExpAvgSq, SquareAvg, GradAvg, Sum, Output, Handle
+// A numeric quantity a trace holds (SEMANTICS §8), each with its own k: a parameter's value, its grad, every
+// optimizer state tensor of optimizer_descriptions.h (a quantity of the state tensor's name), the forward's output
+// and a held grad's handle. A new state tensor is a new quantity without a change here.
+class Quantity {
+ public:
+  static const Quantity Param, Grad, Output, Handle;
+  // The quantity of an optimizer state tensor; `name` must be one of all_state_tensors().
+  static Quantity state(const std::string& name);
+
+  size_t index() const { return index_; }  // dense, below quantity_count()
+  bool operator==(Quantity o) const { return index_ == o.index_; }
+  bool operator!=(Quantity o) const { return index_ != o.index_; }
+
+ private:
+  friend struct QuantityIndex;
+  constexpr explicit Quantity(size_t index) : index_(index) {}
+  size_t index_;
 };
-inline constexpr int kQuantityCount = 11;
+inline constexpr size_t kFixedQuantities = 4;  // Param, Grad, Output, Handle; the state tensors follow
+inline const Quantity Quantity::Param{0};
+inline const Quantity Quantity::Grad{1};
+inline const Quantity Quantity::Output{2};
+inline const Quantity Quantity::Handle{3};
+
+size_t quantity_count();
 const char* quantity_name(Quantity q);  // "param", "grad", "momentum_buffer", ..., "output", "handle"
+// Every quantity in report order: param, grad, the state tensors in all_state_tensors() order, output, handle.
 const std::vector<Quantity>& all_quantities();
 std::optional<Quantity> quantity_from_name(const std::string& name);
 
 // k per quantity, in ULPs of m. Defaults: 4 everywhere, i.e. each engine may round each of the value's
 // (at most two) dependent roundings differently and one of them may fuse a multiply-add (SEMANTICS §1.4).
 struct Tolerance {
-  double param = 4;
-  double grad = 4;
-  double momentum_buffer = 4;
-  double exp_avg = 4;
-  double exp_avg_sq = 4;
-  double max_exp_avg_sq = 4;
-  double square_avg = 4;
-  double grad_avg = 4;
-  double sum = 4;
-  double output = 4;
-  double handle = 4;
+  Tolerance() : k_(quantity_count(), 4.0) {}
 
-  double k(Quantity q) const;
-  double& k(Quantity q);
+  double k(Quantity q) const { return k_[q.index()]; }
+  double& k(Quantity q) { return k_[q.index()]; }
+
+ private:
+  std::vector<double> k_;
 };
 
 // The ULP of magnitude |x| in `dtype` (see the header comment). Works for any double, including magnitudes

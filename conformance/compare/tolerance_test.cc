@@ -1,5 +1,6 @@
 // Tests of the tolerance model (SEMANTICS §9): ULPs, the reduction factor and the operand scales.
 #include "conformance/compare/tolerance.h"
+#include "conformance/program/optimizer_descriptions.h"
 
 #include <cfloat>
 #include <cmath>
@@ -56,10 +57,26 @@ TEST(Sem9Tolerance, DefaultsAreSingleDigitsAndOverridable) {
     EXPECT_GE(t.k(q), 1) << quantity_name(q);
     EXPECT_LT(t.k(q), 10) << quantity_name(q);
   }
-  t.k(Quantity::ExpAvgSq) = 7;
-  EXPECT_EQ(t.exp_avg_sq, 7);
-  EXPECT_STREQ(quantity_name(Quantity::MaxExpAvgSq), "max_exp_avg_sq");
-  EXPECT_EQ(all_quantities().size(), static_cast<size_t>(kQuantityCount));
+  t.k(Quantity::state("exp_avg_sq")) = 7;
+  EXPECT_EQ(t.k(Quantity::state("exp_avg_sq")), 7);
+  EXPECT_EQ(t.k(Quantity::state("exp_avg")), 4);
+  EXPECT_STREQ(quantity_name(Quantity::state("max_exp_avg_sq")), "max_exp_avg_sq");
+  EXPECT_EQ(all_quantities().size(), quantity_count());
+}
+
+// Every optimizer state tensor is a quantity of its name (optimizer_descriptions.h), in report order between the
+// grad and the output; the names are the tolerance file's keys and the report's columns.
+TEST(Sem9Tolerance, QuantitiesAreTheFixedOnesAndEveryStateTensor) {
+  std::vector<std::string> names;
+  for (Quantity q : all_quantities()) names.push_back(quantity_name(q));
+  std::vector<std::string> expected = {"param", "grad"};
+  for (const StateTensorDescription& s : all_state_tensors()) expected.push_back(s.name);
+  expected.push_back("output");
+  expected.push_back("handle");
+  EXPECT_EQ(names, expected);
+  for (Quantity q : all_quantities()) EXPECT_EQ(quantity_from_name(quantity_name(q)), q) << quantity_name(q);
+  EXPECT_FALSE(quantity_from_name("momentum"));
+  EXPECT_THROW(Quantity::state("param"), std::invalid_argument);
 }
 
 EngineState state_with(const std::string& name, Shape shape, std::vector<double> values) {

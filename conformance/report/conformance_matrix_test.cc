@@ -32,7 +32,7 @@ Difference numeric(double ulps, double allowed) {
   d.path = "w → exp_avg[0]";
   d.expected_text = "1";
   d.actual_text = "2";
-  d.quantity = Quantity::ExpAvg;
+  d.quantity = Quantity::state("exp_avg");
   d.expected = 1;
   d.actual = 2;
   d.absolute_error = 1;

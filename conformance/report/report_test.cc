@@ -31,7 +31,7 @@ Difference numeric_difference() {
   Difference d;
   d.kind = DifferenceKind::Numeric;
   d.path = "w → exp_avg_sq[1,2]";
-  d.quantity = Quantity::ExpAvgSq;
+  d.quantity = Quantity::state("exp_avg_sq");
   d.expected = 0.5;
   d.actual = 0.50000006;
   d.expected_text = "0.5";

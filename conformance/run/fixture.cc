@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/program/features.h"
 #include "conformance/program/file_system.h"
@@ -18,6 +19,7 @@
 #include "conformance/program/json_number.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/op_descriptions.h"
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/pytorch_version.h"
 #include "conformance/program/trace_json.h"
@@ -37,18 +39,42 @@ const std::vector<FeatureTagInfo> kNonOpTags = {
     {"scalar_param", "a 0-d parameter"},
     {"nonfinite", "NaN or an infinity among parameter values, constants or explicit gradients (SEM-9)"},
     {"no_optimizer", "no optimizer: autograd and grad accumulation only"},
-    {"sgd", "SGD (SEM-5)"},
-    {"adam", "Adam (SEM-6.1-6.3)"},
-    {"adamw", "AdamW (SEM-6.4)"},
-    {"rmsprop", "RMSprop (SEM-14)"},
-    {"adagrad", "Adagrad (SEM-15)"},
-    {"momentum", "SGD or RMSprop momentum != 0 (SEM-5.3, SEM-14.3)"},
-    {"dampening", "SGD dampening != 0 (SEM-5.3)"},
-    {"nesterov", "SGD nesterov (SEM-5.2, SEM-5.3)"},
-    {"weight_decay", "weight_decay != 0 (SEM-5.3, SEM-6.3, SEM-6.4)"},
-    {"amsgrad", "Adam/AdamW amsgrad (SEM-6.3)"},
-    {"centered", "RMSprop centered (SEM-14.3)"},
-    {"lr_decay", "Adagrad lr_decay != 0 (SEM-15.3)"},
+};
+
+// Options that are off unless set: those some optimizer describes with the default 0 or false (momentum, nesterov,
+// weight_decay, ...). Each is a tag where a program's options turn it on.
+bool off_by_default_somewhere(const std::string& option) {
+  for (const OptimizerDescription& d : optimizer_descriptions())
+    if (const OptionDescription* o = find_option(d.kind, option))
+      if ((o->type == OptionType::Number && o->default_number == 0) || (o->type == OptionType::Flag && !o->default_flag))
+        return true;
+  return false;
+}
+
+bool turned_on(const OptionDescription& o, const OptimizerOptions& options) {
+  if (!is_set(o, options)) return false;
+  if (o.type == OptionType::Number) return options.*o.number != 0;
+  if (o.type == OptionType::Flag) return *(options.*o.flag);
+  return false;
+}
+
+// One tag per optimizer and per option that is off by default (optimizer_descriptions.h).
+std::vector<FeatureTagInfo> optimizer_tags() {
+  std::vector<FeatureTagInfo> tags;
+  for (const OptimizerDescription& d : optimizer_descriptions())
+    tags.push_back({d.name, fmt::format("{} ({})", d.name, d.semantics)});
+  for (const std::string& option : all_option_names()) {
+    if (option == "lr" || !off_by_default_somewhere(option)) continue;
+    std::vector<std::string> where;
+    for (const OptimizerDescription& d : optimizer_descriptions())
+      if (find_option(d.kind, option)) where.push_back(fmt::format("{} {}", d.name, d.semantics));
+    const bool flag = any_option(option).type == OptionType::Flag;
+    tags.push_back({option, fmt::format("{}{} ({})", option, flag ? " on" : " != 0", fmt::join(where, ", "))});
+  }
+  return tags;
+}
+
+const std::vector<FeatureTagInfo> kStructureTags = {
     {"param_groups", "more than one parameter group (SEM-7)"},
     {"add_param_group", "add_param_group after construction (SEM-7.4)"},
     {"duplicate_param", "a parameter listed twice among the groups (SEM-7.4)"},
@@ -68,9 +94,12 @@ const std::vector<FeatureTagInfo> kNonOpTags = {
     {"errors", "an action (or the setup) fails; the error kind is part of the trace (SEM-8)"},
 };
 
-// The tags above, then one per loss op (op_descriptions.h).
+// The tags above (the optimizers' and their options' between the first list and the rest), then one per loss op
+// (op_descriptions.h).
 const std::vector<FeatureTagInfo> kTags = [] {
   std::vector<FeatureTagInfo> tags = kNonOpTags;
+  for (FeatureTagInfo& t : optimizer_tags()) tags.push_back(std::move(t));
+  tags.insert(tags.end(), kStructureTags.begin(), kStructureTags.end());
   for (const OpDescription& d : op_descriptions())
     if (d.op != Op::Param && d.op != Op::Const) tags.push_back({std::string("op:") + d.name, std::string("loss op ") + d.name});
   return tags;
@@ -106,25 +135,26 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
   for (const Action& a : program.actions)
     if (a.kind == ActionKind::Forward && a.loss) scan_loss(*a.loss);
 
-  // The optimizer and every set of options it sees.
-  std::vector<const OptimizerOptions*> option_sets;
+  // The optimizer and every set of options it sees: the defaults and groups' options resolved (AdamW decays unless
+  // told not to, SEM-6.4), set_options' changes as given.
+  std::vector<OptimizerOptions> option_sets;
   if (!program.optimizer) {
     tags.insert("no_optimizer");
   } else {
     const OptimizerSpec& o = *program.optimizer;
     tags.insert(optimizer_name(o.kind));
-    option_sets.push_back(&o.defaults);
+    option_sets.push_back(resolved_options(o.kind, o.defaults));
     std::map<std::string, int> listed;
     size_t groups = o.groups.size();
     for (const ParamGroupSpec& g : o.groups) {
-      if (g.options) option_sets.push_back(&*g.options);
+      if (g.options) option_sets.push_back(resolved_options(o.kind, *g.options));
       for (const std::string& n : g.params) ++listed[n];
     }
     for (const Action& a : program.actions) {
       if (a.kind == ActionKind::AddParamGroup) {
         ++groups;
         tags.insert("add_param_group");
-        if (a.new_group.options) option_sets.push_back(&*a.new_group.options);
+        if (a.new_group.options) option_sets.push_back(resolved_options(o.kind, *a.new_group.options));
         for (const std::string& n : a.new_group.params) ++listed[n];
       }
     }
@@ -136,22 +166,12 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
     if (a.kind == ActionKind::SetOptions) {
       tags.insert("set_options");
       if (a.options.lr) tags.insert("lr_change");
-      option_sets.push_back(&a.options);
+      option_sets.push_back(a.options);
     }
   }
-  for (const OptimizerOptions* o : option_sets) {
-    if (o->momentum && *o->momentum != 0) tags.insert("momentum");
-    if (o->dampening && *o->dampening != 0) tags.insert("dampening");
-    if (o->nesterov && *o->nesterov) tags.insert("nesterov");
-    if (o->weight_decay && *o->weight_decay != 0) tags.insert("weight_decay");
-    if (o->centered && *o->centered) tags.insert("centered");
-    if (o->lr_decay && *o->lr_decay != 0) tags.insert("lr_decay");
-    if (o->amsgrad && *o->amsgrad) tags.insert("amsgrad");
-  }
-  // AdamW's default weight decay is 1e-2 (SEM-6.4): it decays unless told not to.
-  if (program.optimizer && program.optimizer->kind == OptimizerKind::AdamW &&
-      !program.optimizer->defaults.weight_decay)
-    tags.insert("weight_decay");
+  for (const OptimizerOptions& o : option_sets)
+    for (const std::string& option : all_option_names())
+      if (option != "lr" && off_by_default_somewhere(option) && turned_on(any_option(option), o)) tags.insert(option);
 
   // Actions.
   std::set<std::string> grads_maybe_held;  // parameters a backward reached since their grads were cleared

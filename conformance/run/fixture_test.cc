@@ -423,10 +423,10 @@ TEST(ToleranceOverrides, ReadAndApplyInOrder) {
       {"id": "rnd-*", "k": {"grad": 16, "exp_avg_sq": 32}, "reason": "more"}]})"), "t.json");
   ReplayConfig c;
   c.tolerance_overrides = o;
-  EXPECT_EQ(c.tolerance_for("tut001").grad, 8);
-  EXPECT_EQ(c.tolerance_for("rnd-1").grad, 16);
-  EXPECT_EQ(c.tolerance_for("rnd-1").exp_avg_sq, 32);
-  EXPECT_EQ(c.tolerance_for("rnd-1").param, Tolerance{}.param);
+  EXPECT_EQ(c.tolerance_for("tut001").k(Quantity::Grad), 8);
+  EXPECT_EQ(c.tolerance_for("rnd-1").k(Quantity::Grad), 16);
+  EXPECT_EQ(c.tolerance_for("rnd-1").k(Quantity::state("exp_avg_sq")), 32);
+  EXPECT_EQ(c.tolerance_for("rnd-1").k(Quantity::Param), Tolerance{}.k(Quantity::Param));
   for (const char* bad : {R"({"tolerance_overrides": [{"id": "*", "k": {"speed": 2}, "reason": "r"}]})",
                           R"({"tolerance_overrides": [{"id": "*", "k": {"grad": -1}, "reason": "r"}]})",
                           R"({"tolerance_overrides": [{"id": "*", "k": {}, "reason": "r"}]})"}) {

@@ -60,9 +60,7 @@ std::vector<ToleranceOverride> tolerance_overrides_from_json(const json& doc, co
       if (!k.is_object() || k.empty()) throw JsonError(r.pointer("k"), "expected an object of quantity: k");
       for (auto it = k.begin(); it != k.end(); ++it) {
         const std::string kp = json_pointer_append(r.pointer("k"), it.key());
-        std::optional<Quantity> q;
-        for (Quantity cand : all_quantities())
-          if (it.key() == quantity_name(cand)) q = cand;
+        const std::optional<Quantity> q = quantity_from_name(it.key());
         if (!q) {
           std::vector<std::string> names;
           for (Quantity cand : all_quantities()) names.push_back(quantity_name(cand));
