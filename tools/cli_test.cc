@@ -242,6 +242,26 @@ TEST(Cli, ReproduceLinesReproduceThroughADriver) {
   expect_reproduces(std::string("'") + IMPL_DRIVER + " --mutant adam_eps_inside_sqrt'", "repro-driver");
 }
 
+// A named case's broken claims reach the report in their own field, with the claim and its SEMANTICS sections, in
+// process and through a driver (the driver's trace of the comparison is the one checked).
+TEST(Cli, BrokenClaimsOfANamedCaseAreReportedWithTheirSections) {
+  for (const std::string engine : {std::string("impl --mutant sgd_velocity_form"),
+                                   std::string("'") + IMPL_DRIVER + " --mutant sgd_velocity_form'"}) {
+    const std::string d = temp_dir("claims");
+    Result r = run("run --engine " + engine + " --case sem5-lr-zero-still-updates-state --report-dir " + d);
+    ASSERT_EQ(r.exit_code, 1) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(read_file(d + "/lockstep-report.json"));
+    ASSERT_EQ(j.at("cases").size(), 1u) << engine;
+    const nlohmann::json& f = j.at("cases")[0].at("failure");
+    ASSERT_TRUE(f.contains("claim_failures")) << engine << "\n" << f.dump(2);
+    EXPECT_EQ(f.at("claim_failures")[0].at("semantics"), nlohmann::json::array({"SEM-5.3", "SEM-6.3"})) << engine;
+    EXPECT_NE(f.at("claim_failures")[0].at("check").get<std::string>().find("momentum_buffer"), std::string::npos);
+    EXPECT_FALSE(f.contains("engine_failure")) << engine;
+    EXPECT_NE(read_file(d + "/lockstep-report.md").find("Claim broken (SEM-5.3, SEM-6.3)"), std::string::npos) << engine;
+    files::remove_all(d);
+  }
+}
+
 // A focused scope's programs are other programs than the scope's alone: the reproduce line carries --focus.
 TEST(Cli, ReproduceLinesOfAFocusedScopeReproduce) {
   const std::string engine = "impl --mutant softplus_grad_sign_flipped --features op:softplus,op:sum,op:mean --focus";

@@ -31,7 +31,7 @@ namespace lockstep::tools {
 
 // A named case on `subject`: the comparison with the oracle (with the case's masks), then its claim checks on
 // the implementation's own trace (skipped when the implementation declined the program). Failed claims make
-// the result fail and are listed in engine_failure.
+// the result fail and are listed in claim_failures, each with the case's claim and SEMANTICS sections.
 LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations);
 
 // A program on `subject` with the masks of case `id`.

@@ -419,6 +419,12 @@ nlohmann::ordered_json report_json(const RunReport& report, const ReportOptions&
       f["location"] = failure_location(r);
       f["summary"] = r.failure_summary();
       if (!r.engine_failure.empty()) f["engine_failure"] = r.engine_failure;
+      if (!r.claim_failures.empty()) {
+        nlohmann::ordered_json claims = nlohmann::ordered_json::array();
+        for (const ClaimFailure& cf : r.claim_failures)
+          claims.push_back({{"check", cf.check}, {"claim", cf.claim}, {"semantics", cf.semantics}});
+        f["claim_failures"] = std::move(claims);
+      }
       if (!r.stop_reason.empty()) f["stop_reason"] = r.stop_reason;
       if (!r.driver_stderr.empty()) f["driver_stderr"] = r.driver_stderr;
       nlohmann::ordered_json diffs = nlohmann::ordered_json::array();

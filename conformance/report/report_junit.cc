@@ -15,6 +15,7 @@ std::string failure_text(const CaseReport& c, const ReportOptions& options) {
   const LockstepResult& r = c.result;
   std::string out = fmt::format("First failure at {}.\n", failure_location(r));
   if (!r.engine_failure.empty()) out += "Engine failure: " + r.engine_failure + "\n";
+  for (const ClaimFailure& cf : r.claim_failures) out += "Claim check failed: " + cf.check + "\n";
   size_t rows = 0;
   for (const Difference& d : r.differences) {
     if (rows++ >= options.max_differences) {
@@ -79,7 +80,8 @@ std::string report_junit(const RunReport& report, const ReportOptions& options) 
         const LockstepResult& r = c.result;
         const char* type = !r.differences.empty()
                                ? (has_structural_difference(r.differences) ? "structure" : "numeric")
-                               : "engine";
+                           : r.engine_failure.empty() && !r.claim_failures.empty() ? "claim"
+                                                                                     : "engine";
         out += ">\n";
         out += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n", type,
                            xml_escape(r.failure_summary()), xml_text(failure_text(c, options)));

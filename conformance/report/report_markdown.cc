@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "conformance/program/coverage_cells.h"
 #include "conformance/program/program_json.h"
@@ -126,6 +127,12 @@ void case_details(std::string& out, const CaseReport& c, const ReportOptions& op
   if (options.include_durations && c.duration_seconds)
     out += fmt::format("Duration: {:.3f} s\n\n", *c.duration_seconds);
   if (!r.engine_failure.empty()) out += "Engine failure:\n\n" + fenced(r.engine_failure, "text") + "\n";
+  if (!r.claim_failures.empty()) {
+    const ClaimFailure& first = r.claim_failures.front();
+    out += fmt::format("Claim broken ({}): {}\n\n", fmt::join(first.semantics, ", "), first.claim);
+    for (const ClaimFailure& cf : r.claim_failures) out += "- " + cf.check + "\n";
+    out += "\n";
+  }
   if (!r.driver_stderr.empty()) out += "Driver stderr:\n\n" + fenced(r.driver_stderr, "text") + "\n";
   differences_table(out, r, options.max_differences);
   if (!r.differences.empty()) out += "\n";

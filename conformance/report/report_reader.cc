@@ -221,6 +221,22 @@ CaseReport case_from(const json& j, const std::string& pointer) {
       d.finish(false);
     }
     texts_from(f);
+    if (const json* claims = f.optional("claim_failures")) {
+      const json& a = array_from_json(*claims, f.pointer("claim_failures"));
+      for (size_t i = 0; i < a.size(); ++i) {
+        JsonObjectReader cr(a[i], json_pointer_append(f.pointer("claim_failures"), i), "a claim failure");
+        ClaimFailure cf;
+        cf.check = cr.string("check");
+        cf.claim = cr.string("claim");
+        const json& sems = array_from_json(cr.required("semantics"), cr.pointer("semantics"));
+        for (size_t k = 0; k < sems.size(); ++k) {
+          if (!sems[k].is_string()) throw JsonError(json_pointer_append(cr.pointer("semantics"), k), "expected a string");
+          cf.semantics.push_back(sems[k].get<std::string>());
+        }
+        cr.finish(false);
+        result.claim_failures.push_back(std::move(cf));
+      }
+    }
     if (!f.has("reproduce")) throw JsonError(f.pointer(), "missing field 'reproduce' in a failure");
     if (const json* s = f.optional("shrink_steps"))
       c.shrink_steps = static_cast<size_t>(count_from_json(*s, f.pointer("shrink_steps")));

@@ -97,6 +97,10 @@ CaseReport case_of_kind(int kind, const std::string& id) {
       r.differences.push_back(omitted);
       r.driver_stderr = "warning: \xff not UTF-8, and a cut arrow: \xe2\x86";
       r.stop_reason = "a later structural difference";
+      r.claim_failures = {{"action 1 /params/w/grad: expected [2.0], found [4.0] (first difference at /0)",
+                           "SEMANTICS §3.2: backward accumulates into .grad", {"SEM-3.2", "SEM-3.4"}},
+                          {"action 2 /params/w/value: expected [0.5], found [0.25]", "SEMANTICS §3.2: backward accumulates into .grad",
+                           {"SEM-3.2", "SEM-3.4"}}};
       program = small_program(1);
       c = make_case_report(id, r, program, reproduce);
       c.original_program = small_program(-1.5);

@@ -340,6 +340,32 @@ TEST(Report, EngineFailureIsReported) {
   EXPECT_NE(report_markdown(r).find("threw from synchronise() after setup: nope"), std::string::npos);
 }
 
+// A named case's broken claims have their own place in every report, with the claim and its SEMANTICS sections,
+// apart from engine failures; the JUnit type says so too.
+TEST(Report, ClaimFailuresAreReportedWithTheirClaim) {
+  RunReport r = sample_report();
+  LockstepResult failed;
+  failed.passed = false;
+  failed.claim_failures = {{"action 2 /params/w/state/momentum_buffer: expected [2.0], found [0.0]",
+                            "SEMANTICS §5.3: step() updates the state whatever the lr", {"SEM-5.3", "SEM-6.3"}}};
+  r.cases.push_back(make_case_report("sem5-lr-zero", failed, std::nullopt, "lockstep run --case sem5-lr-zero", nullptr));
+  const nlohmann::ordered_json j = report_json(r);
+  const nlohmann::ordered_json& f = j.at("cases").back().at("failure");
+  EXPECT_FALSE(f.contains("engine_failure"));
+  ASSERT_EQ(f.at("claim_failures").size(), 1u);
+  EXPECT_EQ(f.at("claim_failures")[0].at("semantics"), nlohmann::ordered_json::array({"SEM-5.3", "SEM-6.3"}));
+  EXPECT_EQ(f.at("claim_failures")[0].at("claim"), "SEMANTICS §5.3: step() updates the state whatever the lr");
+  EXPECT_EQ(f.at("summary"), "claim: action 2 /params/w/state/momentum_buffer: expected [2.0], found [0.0]");
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("Claim broken (SEM-5.3, SEM-6.3): SEMANTICS §5.3: step() updates the state whatever the lr"),
+            std::string::npos);
+  EXPECT_NE(md.find("- action 2 /params/w/state/momentum_buffer: expected [2.0], found [0.0]"), std::string::npos);
+  XmlElement root = parse_xml(report_junit(r));
+  const XmlElement& last = root.children.at(0).children.back();
+  ASSERT_EQ(last.children.size(), 1u);
+  EXPECT_EQ(last.children[0].attributes.at("type"), "claim");
+}
+
 }  // namespace
 }  // namespace lockstep
 

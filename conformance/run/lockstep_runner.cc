@@ -25,6 +25,7 @@ std::string LockstepResult::failure_summary() const {
                             : failed_action ? fmt::format("action {} ({})", *failed_action, failed_action_name)
                                             : std::string("run");
   if (!engine_failure.empty() && differences.empty()) return where + ": " + engine_failure;
+  if (!claim_failures.empty() && differences.empty()) return "claim: " + claim_failures.front().check;
   if (differences.empty()) return where + ": failed";
   const Difference& d = differences.front();
   return where + ": " + difference_text(d);
@@ -33,6 +34,7 @@ std::string LockstepResult::failure_summary() const {
 std::string LockstepResult::failure_kind() const {
   if (passed) return "";
   const std::string where = failed_at_setup ? std::string("setup") : failed_action_name.empty() ? "run" : failed_action_name;
+  if (differences.empty() && engine_failure.empty() && !claim_failures.empty()) return "claim";
   if (differences.empty()) return where + ": engine";
   const Difference& d = differences.front();
   std::string field = d.path;

@@ -51,6 +51,14 @@ struct GrowthRow {
   ErrorStats max_ulp_error;            // -1 where nothing of that quantity was compared
 };
 
+// A named case's check that the implementation's own trace does not hold (named_case.h check_case), with the claim
+// and the SEMANTICS sections the case settles, so a report says which claim the implementation breaks.
+struct ClaimFailure {
+  std::string check;                   // the failed check, a sentence
+  std::string claim;                   // the case's claim
+  std::vector<std::string> semantics;  // "SEM-3.4", ...
+};
+
 struct LockstepResult {
   std::string oracle_engine;      // Engine::name()
   std::string under_test_engine;
@@ -64,6 +72,8 @@ struct LockstepResult {
   // Set when an engine threw out of the harness (observe, synchronise, setup) or the program was invalid:
   // e.g. "engine under test (impl) threw from synchronise() after action 3 (step): ...".
   std::string engine_failure;
+  // A named case's claims its implementation's trace breaks (the trace compared may still match the oracle's).
+  std::vector<ClaimFailure> claim_failures;
   // Free-running: why the run stopped after the first failure, if it did (a later structural difference
   // or an engine exception); empty otherwise.
   std::string stop_reason;
