@@ -291,9 +291,10 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   if (report.shard) report.shard->run = random_prefix;
 
   // A case's report, judged by the expectations (expectations.h).
+  // `features`: the program's, computed once per program by the caller (null: computed when needed).
   auto case_report = [&](const std::string& id, LockstepResult result, std::optional<Program> program,
-                         const std::string& reproduce) {
-    return make_case_report(id, std::move(result), std::move(program), reproduce, &expectations);
+                         const std::string& reproduce, const std::set<std::string>* features = nullptr) {
+    return make_case_report(id, std::move(result), std::move(program), reproduce, &expectations, features);
   };
   auto fatal = [&]() -> bool {
     const std::string why = subject->fatal_error();
@@ -327,8 +328,9 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
       if (fatal()) return kExitInputError;
       count_case(scope, c.program, features, result);
       if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
-      CaseReport r = case_report(c.id, std::move(result), c.program, prefix + " --case " + shell_quote(c.id) + reproduce_report_dir_flag(c.id));
-      r.areas = feature_areas(c.program);
+      CaseReport r = case_report(c.id, std::move(result), c.program,
+                                 prefix + " --case " + shell_quote(c.id) + reproduce_report_dir_flag(c.id), &features);
+      r.areas = feature_areas(c.program, features);
       if (r.status == CaseStatus::Passed) r.program.reset();
       named.add(r);
       if (!worker) print_case_line(r, true);
@@ -370,7 +372,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
       if (fatal()) return kExitInputError;
       count_case(scope, program, features, result);
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i) + reproduce_report_dir_flag(id);
-      CaseReport r = case_report(id, result, program, reproduce);
+      CaseReport r = case_report(id, result, program, reproduce, &features);
       if (r.status == CaseStatus::Failed) {
         // Shrink to the smallest program that still fails (and is not explained by a known entry), re-running
         // every candidate through the same implementation.
@@ -380,13 +382,13 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
         const std::string kind = r.result.failure_kind();
         auto still_fails = [&](const Program& candidate) {
           const std::set<std::string> f = program_features(candidate);
-          CaseReport c = case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f, &candidate)), candidate, "");
+          CaseReport c = case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f, &candidate)), candidate, "", &f);
           return c.status == CaseStatus::Failed && c.result.failure_kind() == kind;
         };
         Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
         const std::set<std::string> shrunk_features = program_features(shrunk);
         LockstepResult shrunk_result = subject->run(id, shrunk, expectations.mask_for(id, &shrunk_features, &shrunk));
-        CaseReport s = case_report(id, shrunk_result, shrunk, reproduce);
+        CaseReport s = case_report(id, shrunk_result, shrunk, reproduce, &shrunk_features);
         if (s.status == CaseStatus::Failed) {
           s.original_program = program;
           r = std::move(s);
@@ -402,7 +404,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
         r.program.reset();
       }
       // A failure counts in the areas of the program the report shows (shrunk: the smallest that still fails).
-      r.areas = feature_areas(r.program ? *r.program : program);
+      r.areas = r.program && r.original_program ? feature_areas(*r.program) : feature_areas(program, features);
       random.add(r);
       keep_only_what_a_pass_shows(r);  // counted above; a pass keeps what its reports show (docs/programs-and-limits.md "Limits")
       report.cases.push_back(std::move(r));

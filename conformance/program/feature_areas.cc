@@ -64,8 +64,9 @@ bool at_a_numeric_edge(const std::set<std::string>& features, const Program& pro
 
 }  // namespace
 
-std::vector<std::string> feature_areas(const Program& program) {
-  const std::set<std::string> features = program_features(program);
+std::vector<std::string> feature_areas(const Program& program) { return feature_areas(program, program_features(program)); }
+
+std::vector<std::string> feature_areas(const Program& program, const std::set<std::string>& features) {
   int backwards = 0;
   bool zeroes = false, steps = false;
   for (const Action& a : program.actions) {

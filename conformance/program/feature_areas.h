@@ -19,6 +19,7 @@
 //   for (const std::string& area : feature_areas(program)) ++matrix[area];   // {"autograd", "adam"}
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,7 @@ const std::vector<std::string>& all_feature_areas();
 
 // The areas `program` exercises, in all_feature_areas() order (possibly none: a program of forwards only).
 std::vector<std::string> feature_areas(const Program& program);
+// The same with the program's features already computed (program_features(program)), as a run has them.
+std::vector<std::string> feature_areas(const Program& program, const std::set<std::string>& features);
 
 }  // namespace lockstep

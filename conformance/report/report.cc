@@ -54,16 +54,18 @@ void keep_only_what_a_pass_shows(CaseReport& c) {
 }
 
 CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
-                            std::string reproduce_command, const Expectations* expectations) {
+                            std::string reproduce_command, const Expectations* expectations,
+                            const std::set<std::string>* known_features) {
   CaseReport c;
   c.id = std::move(id);
   c.program = std::move(program);
   c.reproduce_command = std::move(reproduce_command);
   c.status = result.passed ? CaseStatus::Passed : CaseStatus::Failed;
-  std::set<std::string> features;  // for rule entries (expectations.h, "features")
-  if (c.program) features = program_features(*c.program);
+  std::set<std::string> computed;  // for rule entries (expectations.h, "features")
+  const std::set<std::string>* features = known_features;
+  if (c.program && expectations && !features) features = &(computed = program_features(*c.program));
   const Expectation* whole =
-      expectations ? expectations->whole_case(c.id, c.program ? &features : nullptr, c.program ? &*c.program : nullptr,
+      expectations ? expectations->whole_case(c.id, c.program ? features : nullptr, c.program ? &*c.program : nullptr,
                                               result.failed_action)
                    : nullptr;
   if (whole && !result.passed) ++whole->uses;

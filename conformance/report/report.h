@@ -150,8 +150,11 @@ ReportSummary summarise(const RunReport& report);
 // A case's report from its result and the expectations (expectations.h): a failure is Known when an entry without
 // fields expects the whole case to fail, else Failed; a pass is Failed (an unexpected pass) when such an entry
 // names it, Known when it had masked differences or was skipped, else Passed.
+// `features`: program_features(*program) where the caller has them (a run computes them once per program); null:
+// computed here when an expectation needs them.
 CaseReport make_case_report(std::string id, LockstepResult result, std::optional<Program> program,
-                            std::string reproduce_command, const Expectations* expectations = nullptr);
+                            std::string reproduce_command, const Expectations* expectations = nullptr,
+                            const std::set<std::string>* features = nullptr);
 
 // A passed case as a run keeps it until its reports are written: what the writers show of a pass (id, status,
 // duration, areas, actions run, free-running growth), nothing else (issue 29: memory per passing case).
