@@ -14,7 +14,8 @@
 # report's program is not the one planted into) need only fail; every case without a plant passes or is
 # skipped. One line per (kind, path) with counts; exit 1 with the violations listed when any, 2 on bad usage.
 #
-# Environment: PLANT_KINDS (space-separated subset of the kinds), PLANT_LIVE_COUNT (default 40), PYTHON,
+# Environment: PLANT_KINDS (space-separated subset of the kinds), PLANT_PATHS (space-separated subset of
+# "fixtures replay live", the default), PLANT_LIVE_COUNT (default 40), PYTHON,
 # PLANT_JOBS (lockstep runs at a time, default nproc),
 # PLANT_RECHECK=1 (run nothing: check the reports already in WORKDIR again).
 set -u
@@ -45,6 +46,11 @@ else
 fi
 workdir=$(realpath "$workdir")
 kinds=${PLANT_KINDS:-$("$python" "$plant" kinds)}
+paths=${PLANT_PATHS:-fixtures replay live}
+for p in $paths; do
+  case "$p" in fixtures|replay|live) ;; *) echo "check_plants: unknown path '$p' in PLANT_PATHS (fixtures, replay, live)" >&2; exit 2 ;; esac
+done
+has_path() { case " $paths " in *" $1 "*) return 0 ;; esac; return 1; }
 manifest="$workdir/manifest.tsv"
 if [ "${PLANT_RECHECK:-0}" = 1 ]; then
   if [ ! -f "$manifest" ]; then echo "check_plants: PLANT_RECHECK=1 but no $manifest" >&2; exit 2; fi
@@ -73,15 +79,19 @@ run_path() {
 }
 
 start=$(date +%s)
-# The planted corpora first (every kind), checked against the schema in one go.
+# The planted corpora first (every kind), checked against the schema in one go (only the fixtures path reads them).
+planted_kinds=""
+if has_path fixtures; then planted_kinds=$kinds; fi
 for kind in $kinds; do
   rm -rf "${workdir:?}/$kind"
   mkdir -p "$workdir/$kind"
+done
+for kind in $planted_kinds; do
   spawn "$python" "$plant" fixtures --plant "$kind" --in "$corpus" --out "$workdir/$kind/corpus" \
     --log "$workdir/$kind/fixtures.log" 2> "$workdir/$kind/plant-fixtures.err"
 done
 wait
-for kind in $kinds; do
+for kind in $planted_kinds; do
   err="$workdir/$kind/plant-fixtures.err"
   if [ ! -s "$workdir/$kind/fixtures.log" ] || ! grep -q "planted into" "$err" || grep -qv "planted into" "$err"; then
     echo "check_plants: $kind: planting into the corpus failed:" >&2
@@ -89,9 +99,9 @@ for kind in $kinds; do
     exit 2
   fi
 done
-if [ -n "$kinds" ] && [ -n "$validate" ]; then
+if [ -n "$planted_kinds" ] && [ -n "$validate" ]; then
   corpora=()
-  for kind in $kinds; do corpora+=("$workdir/$kind/corpus"); done
+  for kind in $planted_kinds; do corpora+=("$workdir/$kind/corpus"); done
   if ! "$validate" "$root/fixtures/validate_fixtures.py" "${corpora[@]}" > "$workdir/validate.out" 2>&1; then
     echo "check_plants: a planted corpus does not validate against fixtures/schema/fixture.schema.json:" >&2
     tail -20 "$workdir/validate.out" >&2
@@ -102,19 +112,25 @@ fi
 for kind in $kinds; do
   d="$workdir/$kind"
   # (i) the error in the golden expected traces; the correct impl replayed in-process.
-  spawn run_path "$kind" fixtures "$d/fixtures.log" "$d/fixtures" replay --fixtures "$d/corpus" --engine impl
+  if has_path fixtures; then
+    spawn run_path "$kind" fixtures "$d/fixtures.log" "$d/fixtures" replay --fixtures "$d/corpus" --engine impl
+  fi
   # (ii) the shipped corpus replayed through the wrong driver.
-  engine="$(printf '%q ' "$python" "$plant" driver --plant "$kind" --log "$d/replay.log" -- "$impl_driver" "${inner_args[@]}")"
-  spawn run_path "$kind" replay "$d/replay.log" "$d/replay" replay --engine "$engine"
+  if has_path replay; then
+    engine="$(printf '%q ' "$python" "$plant" driver --plant "$kind" --log "$d/replay.log" -- "$impl_driver" "${inner_args[@]}")"
+    spawn run_path "$kind" replay "$d/replay.log" "$d/replay" replay --engine "$engine"
+  fi
   # (iii) live against LibTorch: the named cases and random programs through the wrong driver.
-  engine="$(printf '%q ' "$python" "$plant" driver --plant "$kind" --log "$d/live.log" -- "$impl_driver" "${inner_args[@]}")"
-  spawn run_path "$kind" live "$d/live.log" "$d/live" run --engine "$engine" --count "$live_count" --seed 7 \
-    --shrink-seconds 2
+  if has_path live; then
+    engine="$(printf '%q ' "$python" "$plant" driver --plant "$kind" --log "$d/live.log" -- "$impl_driver" "${inner_args[@]}")"
+    spawn run_path "$kind" live "$d/live.log" "$d/live" run --engine "$engine" --count "$live_count" --seed 7 \
+      --shrink-seconds 2
+  fi
 done
 wait
 if [ -n "$kinds" ]; then
   for kind in $kinds; do
-    for label in fixtures replay live; do
+    for label in $paths; do
       if [ -f "$workdir/$kind/$label.manifest" ]; then
         cat "$workdir/$kind/$label.manifest"
       else
