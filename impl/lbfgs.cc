@@ -23,10 +23,14 @@ T dot(const Vec& a, const Vec& b) {
   return s;
 }
 
+// The largest |v|, NaN when any element is (black-box: a NaN gradient is never "small", SEM-16.3).
 template <class T>
 T max_abs(const Vec& a) {
   T m = 0;
-  for (double v : a) m = std::max(m, static_cast<T>(std::fabs(v)));
+  for (double v : a) {
+    if (std::isnan(v)) return static_cast<T>(v);
+    m = std::max(m, static_cast<T>(std::fabs(v)));
+  }
   return m;
 }
 
@@ -82,6 +86,9 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
       st.ro.clear();
       st.H_diag = 1;
     } else {
+      // Black-box: a negative history_size fails here, at the first use of the history; 0 crashes LibTorch 1.13.
+      if (o.history_size < 0) throw Error(ErrorKind::Other, "cannot create std::vector larger than max_size()");
+      if (o.history_size == 0) throw Error(ErrorKind::Other, "history_size 0 (LibTorch 1.13 crashes on it, SEM-16.1)");
       Vec y(g.size()), s(g.size());
       for (size_t i = 0; i < g.size(); ++i) {
         y[i] = static_cast<T>(static_cast<T>(g[i]) - static_cast<T>(st.prev_flat_grad[i]));  // y = g - prev_flat_grad
@@ -126,6 +133,10 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
       st.t = o.lr;
     }
     if (static_cast<double>(dot<T>(g, d)) > -o.tolerance_change) break;           // not a descent direction
+    if (o.line_search_fn) {  // black-box: checked here, after the first closure call and the descent check
+      if (*o.line_search_fn != "strong_wolfe") throw Error(ErrorKind::Other, "only 'strong_wolfe' is supported");
+      throw Error(ErrorKind::Other, "line_search_fn 'strong_wolfe' is not implemented yet (SEM-16)");
+    }
     move(params, st.t, d);
     if (n != o.max_iter) {
       loss = call(closure);
@@ -136,9 +147,9 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
     }
     if (n == o.max_iter || evals >= max_eval) break;
     if (grad_small) break;
-    T largest_move = 0;
-    for (double v : d) largest_move = std::max(largest_move, static_cast<T>(std::fabs(static_cast<T>(static_cast<T>(v) * static_cast<T>(st.t)))));
-    if (largest_move <= o.tolerance_change) break;
+    Vec moved(d.size());
+    for (size_t i = 0; i < d.size(); ++i) moved[i] = static_cast<T>(static_cast<T>(d[i]) * static_cast<T>(st.t));
+    if (max_abs<T>(moved) <= o.tolerance_change) break;
     if (std::fabs(loss - st.prev_loss) < o.tolerance_change) break;
   }
 }
@@ -147,12 +158,19 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
 
 LBFGS::LBFGS(std::vector<Tensor> params, const LBFGSOptions& defaults) : LBFGS(single_group(std::move(params)), defaults) {}
 
+namespace {
+// SEM-16.1: an unset max_eval is fixed once, from the defaults' max_iter, in the defaults and in the first group.
+LBFGSOptions with_max_eval(LBFGSOptions o) {
+  if (!o.max_eval) o.max_eval = o.max_iter * 5 / 4;
+  return o;
+}
+}  // namespace
+
 LBFGS::LBFGS(std::vector<ParamGroup> groups, const LBFGSOptions& defaults)
-    : Optimizer(std::move(groups), defaults.clone()) {
+    : Optimizer(std::move(groups), with_max_eval(defaults).clone()) {
   if (param_groups().size() != 1)
     throw Error(ErrorKind::Other, "LBFGS doesn't support per-parameter options (parameter groups)");
-  // SEM-16.1: max_eval is fixed once, from the defaults.
-  if (!defaults.max_eval) group_options(0).max_eval = defaults.max_iter * 5 / 4;
+  if (!defaults.max_eval) group_options(0).max_eval = *with_max_eval(defaults).max_eval;
 }
 
 void LBFGS::step() { throw Error(ErrorKind::Other, "LBFGS requires a closure function"); }
@@ -162,10 +180,6 @@ Tensor LBFGS::step(const Closure& closure) {
   if (param_groups().size() != 1)  // a group added later (SEM-16.1)
     throw Error(ErrorKind::Other, "param_groups_.size() == 1 INTERNAL ASSERT FAILED (LBFGS has one group)");
   const LBFGSOptions& o = group_options(0);
-  if (o.line_search_fn) {
-    if (*o.line_search_fn != "strong_wolfe") throw Error(ErrorKind::Other, "only 'strong_wolfe' is supported");
-    throw Error(ErrorKind::Other, "line_search_fn 'strong_wolfe' is not implemented yet (SEM-16)");
-  }
   std::vector<Tensor>& params = param_groups()[0].params;
   if (params.empty()) throw Error(ErrorKind::Other, "LBFGS has no parameters");
   LBFGSState* st = static_cast<LBFGSState*>(find_state(params[0]));

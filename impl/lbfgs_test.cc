@@ -208,8 +208,28 @@ TEST(LBFGS, Sem16_1_ErrorsOfConstructionAndStep) {
     set_grad(w, {1, 1});
     return Tensor::scalar(DType::Float64, 1);
   };
-  EXPECT_EQ(error_of([&] { LBFGS opt({w}, LBFGSOptions(1).set_line_search_fn("foo")); opt.step(closure); }),
-            "other: only 'strong_wolfe' is supported");
+  // An unknown line search fails inside the first iteration, after the first closure call and the descent check
+  // (edges.cc): not at all where the point is optimal or the direction is no descent.
+  {
+    int foo_calls = 0;
+    LBFGS opt({w}, LBFGSOptions(1).set_line_search_fn("foo"));
+    EXPECT_EQ(error_of([&] { opt.step([&] { ++foo_calls; return closure(); }); }), "other: only 'strong_wolfe' is supported");
+    EXPECT_EQ(foo_calls, 1);
+    EXPECT_EQ(opt.lbfgs_state()->n_iter, 1);
+    EXPECT_EQ(opt.lbfgs_state()->func_evals, 1);
+  }
+  for (const std::vector<double>& g : {std::vector<double>{0, 0}, std::vector<double>{1e-5, 0}}) {
+    Tensor x = make_param({1.5, -0.5});
+    LBFGS opt({x}, LBFGSOptions(1).set_line_search_fn("foo"));
+    EXPECT_EQ(error_of([&] {
+                opt.step([&] {
+                  set_grad(x, g);
+                  return Tensor::scalar(DType::Float64, 1);
+                });
+              }),
+              "")
+        << g[0];
+  }
   int calls = 0;
   EXPECT_NE(error_of([&] {
               LBFGS opt({w});
@@ -226,6 +246,47 @@ TEST(LBFGS, Sem16_1_ErrorsOfConstructionAndStep) {
               });
             }),
             "other: a Tensor with 2 elements cannot be converted to Scalar");
+}
+
+// A NaN gradient is never small (edges.cc): the step moves into NaN instead of stopping as at an optimum.
+TEST(LBFGS, Sem16_3_ANanGradientIsNotSmall) {
+  const double nan = std::nan("");
+  for (const std::vector<double>& g : {std::vector<double>{nan, nan}, std::vector<double>{nan, 1e-9}}) {
+    Tensor x = make_param({1.5, -0.5});
+    LBFGS opt({x}, LBFGSOptions(1).set_max_iter(3));
+    int calls = 0;
+    opt.step([&] {
+      ++calls;
+      set_grad(x, g);
+      return Tensor::scalar(DType::Float64, 1);
+    });
+    EXPECT_EQ(calls, 2) << g[1];  // then |loss - prev_loss| = 0 stops it
+    EXPECT_EQ(opt.lbfgs_state()->n_iter, 1);
+    EXPECT_TRUE(std::isnan(x.at(0)));
+  }
+}
+
+// SEM-16.1: a negative history_size fails at the first use of the history (the second iteration); 0 crashes
+// LibTorch 1.13, and impl fails there instead. The defaults' max_eval is fixed by the constructor too.
+TEST(LBFGS, Sem16_1_HistorySizeBelowOneAndTheDefaultsMaxEval) {
+  for (int64_t h : {int64_t{-1}, int64_t{0}}) {
+    Tensor x = make_param({1.5, -0.5});
+    LBFGS opt({x}, LBFGSOptions(1).set_max_iter(4).set_history_size(h));
+    int calls = 0;
+    const std::string e = error_of([&] {
+      opt.step([&] {
+        ++calls;
+        set_grad(x, {4 * std::pow(x.at(0), 3), 4 * std::pow(x.at(1), 3)});
+        return Tensor::scalar(DType::Float64, std::pow(x.at(0), 4) + std::pow(x.at(1), 4));
+      });
+    });
+    EXPECT_EQ(calls, 2) << h;
+    EXPECT_EQ(e.rfind("other: ", 0), 0u) << h << ": " << e;
+  }
+  Tensor x = make_param({1.5, -0.5});
+  LBFGS opt({x}, LBFGSOptions(1).set_max_iter(8));
+  EXPECT_EQ(static_cast<const LBFGSOptions&>(opt.defaults()).max_eval, std::optional<int64_t>(10));
+  EXPECT_EQ(opt.group_options(0).max_eval, std::optional<int64_t>(10));
 }
 
 }  // namespace

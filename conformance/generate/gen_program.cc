@@ -92,6 +92,17 @@ bool uses_param(const ExprPtr& e) {
   return false;
 }
 
+// One of `n` kinds whose op is `op_of(k)`: under GenOptions::focus, drawn among the kinds the scope allows (none
+// allowed: the usual draw, which the caller then rejects); else uniformly, as always.
+template <class OpOf>
+int draw_op_kind(Picker& pick, const GenOptions& options, int n, OpOf op_of) {
+  if (!options.focus || !options.scope) return pick.below(n);
+  std::vector<int> kinds;
+  for (int k = 0; k < n; ++k)
+    if (allowed(options, std::string("op:") + op_name(op_of(k)))) kinds.push_back(k);
+  return kinds.empty() ? pick.below(n) : pick.element(kinds);
+}
+
 // Builds expressions of a requested dtype and shape over a pool of parameters that may grow.
 class ExprBuilder {
  public:
@@ -233,16 +244,8 @@ class ExprBuilder {
     return cross_entropy(std::move(logits), std::move(targets));
   }
 
-  // Under GenOptions::focus, a draw of `n` kinds whose op is `op_of(k)` among the kinds the scope allows
-  // (none allowed: the usual draw, which the caller's retry then rejects).
   template <class OpOf>
-  int draw_kind(int n, OpOf op_of) {
-    if (!options_.focus || !options_.scope) return pick_.below(n);
-    std::vector<int> kinds;
-    for (int k = 0; k < n; ++k)
-      if (allowed(options_, std::string("op:") + op_name(op_of(k)))) kinds.push_back(k);
-    return kinds.empty() ? pick_.below(n) : pick_.element(kinds);
-  }
+  int draw_kind(int n, OpOf op_of) { return draw_op_kind(pick_, options_, n, op_of); }
 
   ExprPtr elementwise_binary(DType dtype, const Shape& shape, int depth) {
     static const Op ops[] = {Op::Add, Op::Sub, Op::Mul, Op::Div};
@@ -726,7 +729,7 @@ class ActionBuilder {
   ExprPtr spotlight() {
     static const Op unary_ops[] = {Op::Neg, Op::MulScalar, Op::Square, Op::Pow,  Op::Pow,  Op::Pow,    Op::Exp,
                                    Op::Log, Op::Tanh,      Op::Sigmoid, Op::Relu, Op::Abs, Op::Softplus};
-    const Op op = unary_ops[pick_.below(13)];
+    const Op op = unary_ops[draw_op_kind(pick_, options_, 13, [](int k) { return unary_ops[k]; })];
     const bool reduce_by_sum = pick_.chance(50);
     if (!allowed(options_, std::string("op:") + op_name(op)) || !allowed(options_, reduce_by_sum ? "op:sum" : "op:mean"))
       return nullptr;
@@ -758,7 +761,7 @@ class ActionBuilder {
   ExprPtr activation_of_a_param() {
     if (program_.params.empty()) return nullptr;
     static const Op activations[] = {Op::Exp, Op::Tanh, Op::Sigmoid, Op::Relu};
-    const Op op = activations[pick_.below(4)];
+    const Op op = activations[draw_op_kind(pick_, options_, 4, [](int k) { return activations[k]; })];
     const bool reduce_by_sum = pick_.chance(50);
     if (!allowed(options_, std::string("op:") + op_name(op)) ||
         !allowed(options_, reduce_by_sum ? "op:sum" : "op:mean"))

@@ -129,9 +129,11 @@ void case_details(std::string& out, const CaseReport& c, const ReportOptions& op
   if (!r.engine_failure.empty()) out += "Engine failure:\n\n" + fenced(r.engine_failure, "text") + "\n";
   if (!r.claim_failures.empty()) {
     const ClaimFailure& first = r.claim_failures.front();
-    out += fmt::format("Claim broken ({}): {}\n\n", fmt::join(first.semantics, ", "), first.claim);
-    for (const ClaimFailure& cf : r.claim_failures) out += "- " + cf.check + "\n";
-    out += "\n";
+    const std::string sections = first.semantics.empty() ? "" : fmt::format(" ({})", fmt::join(first.semantics, ", "));
+    out += fmt::format("Claim broken{}: {}\n\n", sections, first.claim);
+    std::string checks;
+    for (const ClaimFailure& cf : r.claim_failures) checks += cf.check + "\n";
+    out += fenced(checks, "text") + "\n";
   }
   if (!r.driver_stderr.empty()) out += "Driver stderr:\n\n" + fenced(r.driver_stderr, "text") + "\n";
   differences_table(out, r, options.max_differences);

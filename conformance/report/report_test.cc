@@ -359,7 +359,7 @@ TEST(Report, ClaimFailuresAreReportedWithTheirClaim) {
   const std::string md = report_markdown(r);
   EXPECT_NE(md.find("Claim broken (SEM-5.3, SEM-6.3): SEMANTICS §5.3: step() updates the state whatever the lr"),
             std::string::npos);
-  EXPECT_NE(md.find("- action 2 /params/w/state/momentum_buffer: expected [2.0], found [0.0]"), std::string::npos);
+  EXPECT_NE(md.find("action 2 /params/w/state/momentum_buffer: expected [2.0], found [0.0]\n"), std::string::npos);
   XmlElement root = parse_xml(report_junit(r));
   const XmlElement& last = root.children.at(0).children.back();
   ASSERT_EQ(last.children.size(), 1u);

@@ -47,9 +47,13 @@ fi
 workdir=$(realpath "$workdir")
 kinds=${PLANT_KINDS:-$("$python" "$plant" kinds)}
 paths=${PLANT_PATHS:-fixtures replay live}
+seen=" "
 for p in $paths; do
   case "$p" in fixtures|replay|live) ;; *) echo "check_plants: unknown path '$p' in PLANT_PATHS (fixtures, replay, live)" >&2; exit 2 ;; esac
+  case "$seen" in *" $p "*) echo "check_plants: '$p' twice in PLANT_PATHS" >&2; exit 2 ;; esac
+  seen="$seen$p "
 done
+if [ "$seen" = " " ]; then echo "check_plants: PLANT_PATHS names no path (fixtures, replay, live)" >&2; exit 2; fi
 has_path() { case " $paths " in *" $1 "*) return 0 ;; esac; return 1; }
 manifest="$workdir/manifest.tsv"
 if [ "${PLANT_RECHECK:-0}" = 1 ]; then
