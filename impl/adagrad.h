@@ -47,6 +47,7 @@ class Adagrad : public Optimizer {
 
   // A parameter added by add_param_group has no state: its step fails (SEM-15.2), after the parameters
   // before it were updated.
+  using Optimizer::step;  // step(closure), SEM-17.1
   void step() override;
 
   AdagradOptions& group_options(size_t i);

@@ -50,6 +50,7 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, const AdamOptions& defaults = AdamOptions());
   Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults = AdamOptions());
 
+  using Optimizer::step;  // step(closure), SEM-17.1
   void step() override;
 
   AdamOptions& group_options(size_t i);

@@ -43,6 +43,7 @@ class AdamW : public Optimizer {
   AdamW(std::vector<Tensor> params, const AdamWOptions& defaults = AdamWOptions());
   AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults = AdamWOptions());
 
+  using Optimizer::step;  // step(closure), SEM-17.1
   void step() override;
 
   AdamWOptions& group_options(size_t i);

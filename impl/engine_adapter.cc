@@ -319,6 +319,17 @@ void ImplEngine::step() {
   guarded([&] { require_optimizer("step").step(); });
 }
 
+// SEM-17: the optimizer's step calls the closure, which runs the closure's actions here and returns the held output.
+std::optional<TensorValue> ImplEngine::step_with_closure(StepClosure& closure) {
+  return guarded([&]() -> std::optional<TensorValue> {
+    impl::Tensor returned = require_optimizer("step").step([&]() -> impl::Tensor {
+      closure.call();
+      return output_;
+    });
+    return optional_value(returned);
+  });
+}
+
 void ImplEngine::set_group_options(int group, const OptimizerOptions& changes) {
   guarded([&] {
     impl::Optimizer& optimizer = require_optimizer("set_options");

@@ -65,6 +65,7 @@ class ImplEngine : public Engine {
   void set_grad_none(const std::string& param) override;
   void hold_grad(const std::string& param, const std::string& handle) override;
   void step() override;
+  std::optional<TensorValue> step_with_closure(StepClosure& closure) override;
   void set_group_options(int group, const OptimizerOptions& changes) override;
   void add_param_group(const ParamGroupSpec& group) override;
   EngineState observe() override;

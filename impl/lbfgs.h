@@ -68,15 +68,13 @@ struct LBFGSState : ParamState {
 
 class LBFGS : public Optimizer {
  public:
-  using Closure = std::function<Tensor()>;
-
   // Throws Error(other) for more than one group (SEM-16.1), Error(non_leaf_parameter) as every optimizer.
   LBFGS(std::vector<Tensor> params, const LBFGSOptions& defaults = LBFGSOptions());
   LBFGS(std::vector<ParamGroup> groups, const LBFGSOptions& defaults = LBFGSOptions());
 
   // SEM-16.3. Returns the closure's first loss. Throws Error(other) without a closure, with more than one group
   // (add_param_group), for a closure whose loss has more than one element, and for "strong_wolfe" (not yet).
-  Tensor step(const Closure& closure);
+  Tensor step(const Closure& closure) override;
   void step() override;  // no closure: throws Error(other), as LibTorch's step(nullptr)
 
   LBFGSOptions& group_options(size_t i);

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <typeinfo>
 
+#include "impl/autograd.h"
 
 namespace lockstep::impl {
 
@@ -30,6 +31,16 @@ void Optimizer::add_param_group(const ParamGroup& group) {
   }
   ParamGroup added(group.params, group.options ? group.options->clone() : defaults_->clone());  // SEM-7.1
   groups_.push_back(std::move(added));
+}
+
+Tensor Optimizer::step(const Closure& closure) {  // SEM-17.1
+  Tensor loss;
+  {
+    GradModeGuard enabled(true);
+    loss = closure();
+  }
+  step();
+  return loss;
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -70,8 +71,13 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
+  using Closure = std::function<Tensor()>;
+
   // One update of every parameter with a defined grad (SEM-5.3, SEM-6.3, SEM-6.4).
   virtual void step() = 0;
+  // SEM-17.1: calls `closure` once, with grad mode enabled, then step(); returns the closure's loss. An exception
+  // leaving the closure ends the step before anything moves. L-BFGS overrides it (SEM-16).
+  virtual Tensor step(const Closure& closure);
 
   // SEM-4.1 (set_to_none = false) and SEM-4.2 (set_to_none = true).
   void zero_grad(bool set_to_none = false);

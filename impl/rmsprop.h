@@ -50,6 +50,7 @@ class RMSprop : public Optimizer {
   RMSprop(std::vector<Tensor> params, const RMSpropOptions& defaults = RMSpropOptions());
   RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults = RMSpropOptions());
 
+  using Optimizer::step;  // step(closure), SEM-17.1
   void step() override;
 
   RMSpropOptions& group_options(size_t i);

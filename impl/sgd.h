@@ -45,6 +45,7 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, const SGDOptions& defaults);
   SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults);
 
+  using Optimizer::step;  // step(closure), SEM-17.1
   void step() override;
 
   // Group i's options (i < param_groups().size()); readable and writable between steps (SEM-7.5).

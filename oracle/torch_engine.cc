@@ -402,6 +402,19 @@ class TorchEngine : public Engine {
     });
   }
 
+  // SEM-17: LibTorch's step calls the closure, which runs the closure's actions here and returns the held output.
+  std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
+    return guarded([&]() -> std::optional<TensorValue> {
+      require_optimizer("step");
+      torch::Tensor returned = optimizer_->step([&]() -> torch::Tensor {
+        closure.call();
+        return output_;
+      });
+      if (!returned.defined()) return std::nullopt;
+      return to_value(returned);
+    });
+  }
+
   void set_group_options(int group, const OptimizerOptions& changes) override {
     guarded([&] {
       require_optimizer("set_options");

@@ -35,14 +35,14 @@ TraceComparison::TraceComparison(const Program& program, Tolerance tolerance, Fi
     : program_(program), tolerance_(tolerance), mask_(std::move(mask)) {}
 
 std::vector<Difference> TraceComparison::apply_mask(std::vector<Difference> d, std::optional<size_t> index,
-                                                    const std::string& action, const Record& expected,
-                                                    const Record& actual) {
+                                                    const Action* program_action, const std::string& action,
+                                                    const Record& expected, const Record& actual) {
   if (mask_.empty() || d.empty()) return d;
   std::vector<std::string> error_kinds;  // for entries with "errors" (expectations.h)
   if (expected.error) error_kinds.push_back(expected.error->kind);
   if (actual.error) error_kinds.push_back(actual.error->kind);
   const VariantEvaluator variant = [&](const std::string& name, const Difference& x) {
-    return variant_value(name, x, index, actual);
+    return variant_value(name, x, program_action, actual);
   };
   std::vector<Difference> kept;
   for (Difference& x : d) {
@@ -78,9 +78,9 @@ std::optional<double> element(const TensorValue& t, size_t i) {
 }  // namespace
 
 std::optional<double> TraceComparison::variant_value(const std::string& name, const Difference& d,
-                                                     std::optional<size_t> index, const Record& actual) const {
-  if (!index || *index >= program_.actions.size()) return std::nullopt;
-  const Action& action = program_.actions[*index];
+                                                     const Action* action_or_null, const Record& actual) const {
+  if (!action_or_null) return std::nullopt;
+  const Action& action = *action_or_null;
   auto [subject, field] = subject_and_field(d.field);
   std::string param = subject;
   if (subject.rfind("handle ", 0) == 0) {
@@ -170,7 +170,8 @@ std::vector<Difference> TraceComparison::compare_init(Record expected, Record ac
   Imprecision imprecision;
   ctx.imprecision = &imprecision;
   if (program_.optimizer) ctx.optimizer = program_.optimizer->kind;
-  std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, "init", expected, actual);
+  std::vector<Difference> d = apply_mask(compare_records(expected, actual, nullptr, ctx, stats), std::nullopt, nullptr, "init",
+                                         expected, actual);
   note_imprecision(imprecision, "setup");
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
@@ -187,6 +188,15 @@ void TraceComparison::resynchronised() {
 std::vector<Difference> TraceComparison::compare_action(size_t index, Record expected, Record actual,
                                                         ErrorStats* stats) {
   const Action& action = program_.actions.at(index);
+  if (action.closure) {  // SEMANTICS §17.3: the calls first, then the step's own record after the last of them
+    std::vector<Difference> d = compare_calls(index, action, expected, actual, stats);
+    if (!d.empty()) return d;
+  }
+  return compare_one(index, action, "", std::move(expected), std::move(actual), stats);
+}
+
+std::vector<Difference> TraceComparison::compare_one(size_t index, const Action& action, const std::string& where,
+                                                     Record expected, Record actual, ErrorStats* stats) {
   CompareContext ctx;
   ctx.tolerance = tolerance_;
   ctx.optional_fields = &optional_fields_;
@@ -239,22 +249,80 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   ctx.imprecision = &imprecision;
   std::vector<Difference> accepted;
   ctx.accepted = &accepted;
-  std::vector<Difference> d =
-      apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index, action_name(action.kind),
-                 expected, actual);
+  std::vector<Difference> d = apply_mask(compare_records(expected, actual, &expected_previous_, ctx, stats), index,
+                                        &action, action_name(action.kind), expected, actual);
+  for (Difference& x : d) x.path = where + x.path;
   // Differences a rule of the comparison accepted (a singularity straddled, SEMANTICS §9.1, §9.2): a pass, listed.
   for (Difference& x : accepted) {
     std::string reason = x.bound;
     if (ended_at_singularity_.empty())
-      ended_at_singularity_ = "action " + std::to_string(index) + " (" + action_name(action.kind) + "): " +
-                              difference_text(x);
+      ended_at_singularity_ = "action " + std::to_string(index) + " (" + action_name(program_.actions[index].kind) +
+                              "): " + where + difference_text(x);
     masked_.push_back(MaskedDifference{index, action_name(action.kind), std::move(x), std::move(reason), true});
   }
-  note_imprecision(imprecision, "action " + std::to_string(index) + " (" + action_name(action.kind) + ")");
+  note_imprecision(imprecision, "action " + std::to_string(index) + " (" + action_name(program_.actions[index].kind) +
+                                    ")" + (where.empty() ? "" : ", " + where.substr(0, where.size() - 2)));
   expected_previous_ = std::move(expected);
   actual_previous_ = std::move(actual);
   synchronised_ = false;
   return d;
+}
+
+namespace {
+
+Difference structure(std::string path, std::string expected, std::string actual) {
+  Difference d;
+  d.kind = DifferenceKind::Structure;
+  d.path = std::move(path);
+  d.expected_text = std::move(expected);
+  d.actual_text = std::move(actual);
+  return d;
+}
+
+// The call whose loss the step returned: the first whose held output after its actions equals `returned` (bitwise).
+std::optional<size_t> returned_call(const Record& r) {
+  if (!r.returned) return std::nullopt;
+  for (size_t k = 0; k < r.calls.size(); ++k) {
+    const std::vector<Record>& records = r.calls[k].records;
+    if (!records.empty() && records.back().state.output && records.back().state.output->value == *r.returned)
+      return k;
+  }
+  return std::nullopt;
+}
+
+std::string call_text(std::optional<size_t> k) {
+  return k ? "call " + std::to_string(*k + 1) + "'s loss" : "a value no call's loss equals";
+}
+
+}  // namespace
+
+std::vector<Difference> TraceComparison::compare_calls(size_t index, const Action& action, const Record& expected,
+                                                       const Record& actual, ErrorStats* stats) {
+  const std::vector<Action>& closure = *action.closure;
+  const size_t calls = std::min(expected.calls.size(), actual.calls.size());
+  for (size_t k = 0; k < calls; ++k) {
+    const std::vector<Record>& e = expected.calls[k].records;
+    const std::vector<Record>& a = actual.calls[k].records;
+    const std::string call = "call " + std::to_string(k + 1);
+    for (size_t j = 0; j < std::min(e.size(), a.size()) && j < closure.size(); ++j) {
+      const std::string where = call + ", " + action_name(closure[j].kind) + " (closure action " + std::to_string(j) + "): ";
+      std::vector<Difference> d = compare_one(index, closure[j], where, e[j], a[j], stats);
+      if (!d.empty()) return d;
+    }
+    if (e.size() != a.size())
+      return {structure(call + ": closure actions run", std::to_string(e.size()), std::to_string(a.size()))};
+  }
+  // The number of calls is structure (§17.3), reported where one side stopped calling.
+  if (expected.calls.size() != actual.calls.size())
+    return {structure("closure calls", std::to_string(expected.calls.size()), std::to_string(actual.calls.size()))};
+  // What the step returned is one call's loss: the same call's on both sides (its value was judged in that call).
+  if (expected.returned.has_value() != actual.returned.has_value())
+    return {structure("returned", expected.returned ? "a loss" : "an undefined tensor",
+                      actual.returned ? "a loss" : "an undefined tensor")};
+  const std::optional<size_t> ke = returned_call(expected);
+  const std::optional<size_t> ka = returned_call(actual);
+  if (ke && ke != ka) return {structure("returned", call_text(ke), call_text(ka))};
+  return {};
 }
 
 }  // namespace lockstep

@@ -75,9 +75,16 @@ class TraceComparison {
   void note_imprecision(const Imprecision& found, const std::string& where);
   // A formula variant's value for difference `d` of the record of action `index` (expectations.h "accept"), at the
   // implementation's inputs; nullopt where the variant says nothing about it.
-  std::optional<double> variant_value(const std::string& name, const Difference& d, std::optional<size_t> index,
+  std::optional<double> variant_value(const std::string& name, const Difference& d, const Action* action,
                                       const Record& actual) const;
-  std::vector<Difference> apply_mask(std::vector<Difference> d, std::optional<size_t> index,
+  // One record, of program.actions[index] or of `action` in its closure (`where` prefixes the paths: "call 2, forward
+  // (closure action 0): ").
+  std::vector<Difference> compare_one(size_t index, const Action& action, const std::string& where, Record expected,
+                                      Record actual, ErrorStats* stats);
+  // A step's closure calls, in order (SEMANTICS §17.3), and what the step returned.
+  std::vector<Difference> compare_calls(size_t index, const Action& action, const Record& expected,
+                                        const Record& actual, ErrorStats* stats);
+  std::vector<Difference> apply_mask(std::vector<Difference> d, std::optional<size_t> index, const Action* program_action,
                                      const std::string& action, const Record& expected, const Record& actual);
 
   const Program& program_;

@@ -73,6 +73,58 @@ TEST(TraceComparison, IdenticalTracesAgree) {
   EXPECT_EQ(first_difference(p, t, t).record, -1);
 }
 
+// SEMANTICS §17.3: sgd_program with its first forward and backward as the first step's closure.
+Program closure_program() {
+  Program p = sgd_program();
+  Action step = act(ActionKind::Step);
+  step.closure = std::vector<Action>{act(ActionKind::Forward), act(ActionKind::Backward)};
+  p.actions = {step, act(ActionKind::Forward), act(ActionKind::Backward), act(ActionKind::Step)};
+  validate(p);
+  return p;
+}
+
+TEST(TraceComparison, AClosuresCallsAreComparedRecordByRecord) {
+  const Program p = closure_program();
+  const Trace t = trace_of(p);
+  ASSERT_EQ(t.records[0].calls.size(), 1u);  // SGD calls its closure once (§17.1)
+  ASSERT_EQ(t.records[0].calls[0].records.size(), 2u);
+  ASSERT_TRUE(t.records[0].returned);
+  EXPECT_EQ(t.records[0].returned->data, std::vector<double>{2.5});  // 0.25 + 2.25, before the update
+  EXPECT_EQ(first_difference(p, t, t).record, -1);
+
+  // A grad the closure's backward got wrong: found in the call, named by it.
+  Trace wrong_grad = t;
+  wrong_grad.records[0].calls[0].records[1].state.params[0].grad.value.data[1] += 0.5;
+  FirstDifference f = first_difference(p, t, wrong_grad);
+  EXPECT_EQ(f.record, 0);
+  EXPECT_EQ(f.path, "call 1, backward (closure action 1): w → grad[1]");
+
+  // A second call (a step that evaluates twice): structure, at the calls.
+  Trace twice = t;
+  twice.records[0].calls.push_back(twice.records[0].calls[0]);
+  f = first_difference(p, t, twice);
+  EXPECT_EQ(f.record, 0);
+  EXPECT_EQ(f.path, "closure calls");
+
+  // No call (a step that ignores its closure).
+  Trace none = t;
+  none.records[0].calls.clear();
+  EXPECT_EQ(first_difference(p, t, none).path, "closure calls");
+
+  // A call that ran fewer of the closure's actions.
+  Trace short_call = t;
+  short_call.records[0].calls[0].records.pop_back();
+  EXPECT_EQ(first_difference(p, t, short_call).path, "call 1: closure actions run");
+
+  // What the step returned: absent, or a value no call's loss equals.
+  Trace undefined = t;
+  undefined.records[0].returned.reset();
+  EXPECT_EQ(first_difference(p, t, undefined).path, "returned");
+  Trace other = t;
+  other.records[0].returned->data[0] = 7;
+  EXPECT_EQ(first_difference(p, t, other).path, "returned");
+}
+
 // The replay path once hid these: a value going from absent to present moved only a structural path.
 TEST(TraceComparison, AFirstGradIsJudgedWhereItAppears) {
   Program p = sgd_program();

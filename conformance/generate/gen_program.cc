@@ -1046,7 +1046,43 @@ bool RandomPrograms::special_values_at(uint64_t i) const {
   return options_.special_values || (every > 0 && i % every == every - 1);
 }
 
+namespace {
+
+// SEMANTICS §17: the first step that follows a forward and a backward (and a zero_grad before them, if any) takes
+// them as its closure: the same actions, now run by the step. A rewrite of the generated program rather than a
+// draw of the generator, so that the programs it leaves alone stay what they were.
+Program fold_into_closure(Program p) {
+  for (size_t k = 2; k < p.actions.size(); ++k) {
+    if (p.actions[k].kind != ActionKind::Step || p.actions[k - 1].kind != ActionKind::Backward ||
+        p.actions[k - 2].kind != ActionKind::Forward)
+      continue;
+    const size_t first = k >= 3 && p.actions[k - 3].kind == ActionKind::ZeroGrad ? k - 3 : k - 2;
+    Program folded = p;
+    folded.actions[k].closure.emplace(p.actions.begin() + static_cast<std::ptrdiff_t>(first),
+                                      p.actions.begin() + static_cast<std::ptrdiff_t>(k));
+    folded.actions.erase(folded.actions.begin() + static_cast<std::ptrdiff_t>(first),
+                         folded.actions.begin() + static_cast<std::ptrdiff_t>(k));
+    try {
+      validate(folded);
+      return folded;
+    } catch (const ProgramError&) {
+      return p;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
 rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
+  // One program in 8 has its first step take a closure (SEMANTICS §17), unless the scope leaves closures out.
+  const bool closure = mix(mix(seed_, i), 0xC105u) % 8 == 0 &&
+                       (!options_.scope || options_.scope->excluded({"closure"}) == nullptr);
+  if (closure) return rc::shrinkable::map(at_unfolded(i), fold_into_closure);
+  return at_unfolded(i);
+}
+
+rc::Shrinkable<Program> RandomPrograms::at_unfolded(uint64_t i) const {
   GenOptions options = options_;
   options.special_values = special_values_at(i);
   const rc::Gen<Program> gen = gen_program(options);

@@ -95,7 +95,9 @@ rc::Gen<Program> gen_program(const GenOptions& options = {});
 // A reproducible stream of programs for the CLI: program i uses rc::Random(mix(seed, i)) and the size
 // i mod (max_size + 1), so it is a pure function of (seed, i) (and the scope: a program out of scope is
 // drawn again from rc::Random(mix(mix(seed, i), attempt)); with no scope, attempt 0 is always taken).
-// at() throws std::runtime_error when 1000 attempts give no program within the scope.
+// at() throws std::runtime_error when 1000 attempts give no program within the scope. One program in 8 (by a hash of
+// (seed, i), not a draw) has its first step take the forward and backward before it as its closure (SEMANTICS §17),
+// unless the scope excludes "closure"; its shrinks keep the rewrite.
 class RandomPrograms {
  public:
   RandomPrograms(uint64_t seed, GenOptions options);
@@ -107,6 +109,8 @@ class RandomPrograms {
   bool special_values_at(uint64_t i) const;       // whether program i may hold NaN and +-Inf
 
  private:
+  rc::Shrinkable<Program> at_unfolded(uint64_t i) const;  // program i before a step takes a closure
+
   uint64_t seed_;
   GenOptions options_;
   uint64_t index_ = 0;

@@ -455,7 +455,10 @@ const std::vector<CoverageTable>& coverage_tables() {
   return tables;
 }
 
-std::set<std::string> coverage_cells(const Program& program) {
+std::set<std::string> coverage_cells(const Program& program_with_closures) {
+  // A closure's actions count where they run, before their step (SEMANTICS §17.1).
+  Program program = program_with_closures;
+  program.actions = actions_as_run(program_with_closures);
   std::set<std::string> cells;
   std::map<std::string, const ParamSpec*> params;
   for (const ParamSpec& p : program.params) params[p.name] = &p;

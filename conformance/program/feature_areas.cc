@@ -30,7 +30,7 @@ bool asks_for_an_error(const Program& program, const std::set<std::string>& feat
   if (features.count("backward_after_step") && program.optimizer && describe(program.optimizer->kind).step_bumps_version)
     return true;
   bool forward_seen = false, held_no_grad = false;
-  for (const Action& a : program.actions) {
+  for (const Action& a : actions_as_run(program)) {
     switch (a.kind) {
       case ActionKind::Forward:
         forward_seen = true;
@@ -69,7 +69,7 @@ std::vector<std::string> feature_areas(const Program& program) { return feature_
 std::vector<std::string> feature_areas(const Program& program, const std::set<std::string>& features) {
   int backwards = 0;
   bool zeroes = false, steps = false;
-  for (const Action& a : program.actions) {
+  for (const Action& a : actions_as_run(program)) {
     backwards += a.kind == ActionKind::Backward;
     zeroes |= a.kind == ActionKind::ZeroGrad || a.kind == ActionKind::SetGradNone;
     steps |= a.kind == ActionKind::Step;

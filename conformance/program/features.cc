@@ -39,6 +39,7 @@ std::vector<FeatureInfo> make_features() {
       {"set_to_none", "feature", "zero_grad(set_to_none=True) (SEM-4.2)"},
       {"set_grad_none", "feature", "param.grad = None for one parameter (SEM-4.2)"},
       {"hold_grad", "feature", "a handle to a grad held and observed after every action (SEM-3.2, SEM-4)"},
+      {"closure", "feature", "a step with a closure: the step calls it and returns its loss (SEM-17)"},
       {"param_groups", "feature", "more than one parameter group, or a group with its own options (SEM-7)"},
       {"add_param_group", "feature", "optimizer.add_param_group after construction (SEM-7.4)"},
       {"set_options", "feature", "a group's options changed between steps (SEM-5.4, SEM-7.5)"},
@@ -173,7 +174,8 @@ std::set<std::string> program_features(const Program& program) {
 
   bool freed = false;    // the held output was backpropagated without retaining its graph
   bool stepped = false;  // a step ran since the held output's forward
-  for (const Action& a : program.actions) {
+  // The actions in the order they run; a step's closure before the step's update (SEM-17.1), once.
+  std::function<void(const Action&)> scan_action = [&](const Action& a) {
     switch (a.kind) {
       case ActionKind::Forward:
         if (a.loss) scan(*a.loss);
@@ -198,7 +200,13 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::SetGradNone: f.insert("set_grad_none"); break;
       case ActionKind::HoldGrad: f.insert("hold_grad"); break;
-      case ActionKind::Step: stepped = true; break;
+      case ActionKind::Step:
+        if (a.closure) {
+          f.insert("closure");
+          for (const Action& c : *a.closure) scan_action(c);
+        }
+        stepped = true;
+        break;
       case ActionKind::SetOptions:
         f.insert("set_options");
         if (program.optimizer) {
@@ -213,7 +221,8 @@ std::set<std::string> program_features(const Program& program) {
         if (program.optimizer) scan_group(a.new_group, *program.optimizer);
         break;
     }
-  }
+  };
+  for (const Action& a : program.actions) scan_action(a);
   return f;
 }
 

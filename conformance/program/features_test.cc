@@ -114,7 +114,7 @@ TEST(Features, VocabularyIsComplete) {
   EXPECT_EQ(per_category["dtype"], 2);
   EXPECT_EQ(per_category["optimizer"], 5);
   EXPECT_EQ(per_category["option"], 26);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5
-  EXPECT_EQ(per_category["feature"], 14);
+  EXPECT_EQ(per_category["feature"], 15);  // closure came with SEMANTICS §17
   EXPECT_EQ(per_category["situation"], 8);
   // Every op but param and const (program.h).
   for (int i = static_cast<int>(Op::Param); i <= static_cast<int>(Op::Embedding); ++i) {
@@ -148,6 +148,21 @@ TEST(Features, VocabularyIsComplete) {
             (std::vector<std::string>{"lr", "alpha", "eps", "weight_decay", "momentum", "centered"}));
   EXPECT_EQ(optimizer_option_names(OptimizerKind::AdamW),
             (std::vector<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad"}));
+}
+
+// SEMANTICS §17: a step's closure is a feature of its own, and its actions count as actions of the program.
+TEST(Features, AClosureAndWhatItDoes) {
+  Program p = with_optimizer(OptimizerKind::SGD, OptimizerOptions{});
+  p.optimizer->defaults.lr = 0.1;
+  Action s = step();
+  s.closure = std::vector<Action>{zero(true), fwd(), bwd_retain(true)};
+  p.actions = {s};
+  const Features f = program_features(p);
+  EXPECT_TRUE(has(f, "closure")) << show(f);
+  EXPECT_TRUE(has(f, "set_to_none")) << show(f);
+  EXPECT_TRUE(has(f, "retain_graph")) << show(f);
+  p.actions = {zero(true), fwd(), bwd_retain(true), step()};
+  EXPECT_FALSE(has(program_features(p), "closure"));
 }
 
 TEST(Features, DtypesAndOps) {

@@ -303,6 +303,73 @@ TypedShape infer_shape(const Expr& e, const std::vector<ParamSpec>& params, cons
   return infer(e, params, path, limits, 1);
 }
 
+// Checks one action at `path`; `output` tracks the output of the most recent forward statically. A step's closure
+// (SEMANTICS §17.2) is checked action by action, in the order they run.
+static void check_action(const Program& p, const Action& a, const std::string& path,
+                  const std::optional<TypedShape>& program_loss, const ProgramLimits& limits,
+                  std::optional<TypedShape>& output) {
+  if (a.closure && a.kind != ActionKind::Step)
+    throw ProgramError(path + "/closure", std::string("only a step takes a closure, not ") + action_name(a.kind));
+  switch (a.kind) {
+    case ActionKind::Forward:
+      if (a.loss) output = infer_shape(*a.loss, p.params, path + "/loss", limits);
+      else if (program_loss) output = program_loss;
+      else throw ProgramError(path, "forward has no loss and the program declares none");
+      break;
+    case ActionKind::Backward:
+      // A backward before any forward is a run-time error (no_output), not a static one.
+      if (a.gradient && output) {
+        int64_t n = numel(output->shape);
+        if (static_cast<int64_t>(a.gradient->size()) != n)
+          throw ProgramError(path + "/gradient", "the output of the preceding forward is " +
+                                                     typed_string(*output) + ": the gradient needs " +
+                                                     values_count(n) + ", got " +
+                                                     std::to_string(a.gradient->size()));
+      }
+      break;
+    case ActionKind::ZeroGrad:
+      break;  // without an optimizer: a run-time error (no_optimizer)
+    case ActionKind::Step:
+      if (a.closure) {
+        const std::string cpath = path + "/closure";
+        if (a.closure->empty()) throw ProgramError(cpath, "a closure needs at least one action, a forward among them");
+        bool forward = false;
+        for (size_t j = 0; j < a.closure->size(); ++j) {
+          const Action& c = (*a.closure)[j];
+          const std::string apath = cpath + "/" + std::to_string(j);
+          if (c.kind == ActionKind::Step || c.kind == ActionKind::SetOptions || c.kind == ActionKind::AddParamGroup)
+            throw ProgramError(apath + "/action", std::string("a closure cannot hold ") + action_name(c.kind) +
+                                                      " (only forward, backward, zero_grad, set_grad_none and "
+                                                      "hold_grad: SEMANTICS §17.2)");
+          forward |= c.kind == ActionKind::Forward;
+          check_action(p, c, apath, program_loss, limits, output);
+        }
+        if (!forward) throw ProgramError(cpath, "a closure needs a forward: its loss is what a call returns");
+      }
+      break;
+    case ActionKind::SetGradNone:
+    case ActionKind::HoldGrad:
+      if (!param_exists(p.params, a.param))
+        throw ProgramError(path + "/param", "unknown parameter '" + a.param + "'");
+      if (a.kind == ActionKind::HoldGrad && a.handle.empty())
+        throw ProgramError(path + "/handle", "hold_grad needs a non-empty handle name");
+      if (a.kind == ActionKind::HoldGrad) check_name_length(a.handle, path + "/handle", limits);
+      break;
+    case ActionKind::SetOptions:
+      if (!p.optimizer) throw ProgramError(path, "set_options needs an optimizer; the program has none");
+      if (a.group < 0)
+        throw ProgramError(path + "/group", "group index " + std::to_string(a.group) + " is negative");
+      check_options_kind(a.options, p.optimizer->kind, path + "/options");
+      break;
+    case ActionKind::AddParamGroup:
+      if (!p.optimizer)
+        throw ProgramError(path, "add_param_group needs an optimizer; the program has none");
+      check_param_names(a.new_group.params, p.params, path + "/params");
+      if (a.new_group.options) check_full_options(*a.new_group.options, p.optimizer->kind, path + "/options");
+      break;
+  }
+}
+
 void validate(const Program& p, const ProgramLimits& limits) {
   // Parameters.
   if (static_cast<int64_t>(p.params.size()) > limits.max_params)
@@ -339,58 +406,29 @@ void validate(const Program& p, const ProgramLimits& limits) {
   }
 
   // Actions.
-  if (static_cast<int64_t>(p.actions.size()) > limits.max_actions)
-    throw ProgramError("/actions", std::to_string(p.actions.size()) + " actions exceed the limit of " +
+  size_t action_count = p.actions.size();  // a closure's actions count too
+  for (const Action& a : p.actions)
+    if (a.closure) action_count += a.closure->size();
+  if (static_cast<int64_t>(action_count) > limits.max_actions)
+    throw ProgramError("/actions", std::to_string(action_count) + " actions (closures' included) exceed the limit of " +
                                        std::to_string(limits.max_actions));
   std::optional<TypedShape> output;  // the output of the most recent forward, tracked statically
-  for (size_t i = 0; i < p.actions.size(); ++i) {
-    const Action& a = p.actions[i];
-    const std::string path = "/actions/" + std::to_string(i);
-    switch (a.kind) {
-      case ActionKind::Forward:
-        if (a.loss) output = infer_shape(*a.loss, p.params, path + "/loss", limits);
-        else if (program_loss) output = program_loss;
-        else throw ProgramError(path, "forward has no loss and the program declares none");
-        break;
-      case ActionKind::Backward:
-        // A backward before any forward is a run-time error (no_output), not a static one.
-        if (a.gradient && output) {
-          int64_t n = numel(output->shape);
-          if (static_cast<int64_t>(a.gradient->size()) != n)
-            throw ProgramError(path + "/gradient", "the output of the preceding forward is " +
-                                                       typed_string(*output) + ": the gradient needs " +
-                                                       values_count(n) + ", got " +
-                                                       std::to_string(a.gradient->size()));
-        }
-        break;
-      case ActionKind::ZeroGrad:
-      case ActionKind::Step:
-        break;  // without an optimizer: a run-time error (no_optimizer)
-      case ActionKind::SetGradNone:
-      case ActionKind::HoldGrad:
-        if (!param_exists(p.params, a.param))
-          throw ProgramError(path + "/param", "unknown parameter '" + a.param + "'");
-        if (a.kind == ActionKind::HoldGrad && a.handle.empty())
-          throw ProgramError(path + "/handle", "hold_grad needs a non-empty handle name");
-        if (a.kind == ActionKind::HoldGrad) check_name_length(a.handle, path + "/handle", limits);
-        break;
-      case ActionKind::SetOptions:
-        if (!p.optimizer) throw ProgramError(path, "set_options needs an optimizer; the program has none");
-        if (a.group < 0)
-          throw ProgramError(path + "/group", "group index " + std::to_string(a.group) + " is negative");
-        check_options_kind(a.options, p.optimizer->kind, path + "/options");
-        break;
-      case ActionKind::AddParamGroup:
-        if (!p.optimizer)
-          throw ProgramError(path, "add_param_group needs an optimizer; the program has none");
-        check_param_names(a.new_group.params, p.params, path + "/params");
-        if (a.new_group.options) check_full_options(*a.new_group.options, p.optimizer->kind, path + "/options");
-        break;
-    }
-  }
+  for (size_t i = 0; i < p.actions.size(); ++i)
+    check_action(p, p.actions[i], "/actions/" + std::to_string(i), program_loss, limits, output);
 
   // What running it would take, as a whole (program_cost.h).
   check_program_cost(p, limits);
+}
+
+std::vector<Action> actions_as_run(const Program& p) {
+  std::vector<Action> out;
+  out.reserve(p.actions.size());
+  for (const Action& a : p.actions) {
+    if (a.closure) out.insert(out.end(), a.closure->begin(), a.closure->end());
+    out.push_back(a);
+    out.back().closure.reset();
+  }
+  return out;
 }
 
 }  // namespace lockstep

@@ -149,7 +149,7 @@ enum class ActionKind {
   ZeroGrad,       // optimizer.zero_grad(set_to_none=...), or zero_grad(): the framework default (SEM-4, SEM-12.1)
   SetGradNone,    // param.grad = None for one parameter
   HoldGrad,       // keep a handle to param's current grad under `handle` (observed after every action)
-  Step,           // optimizer.step()
+  Step,           // optimizer.step(), or optimizer.step(closure) with a `closure` (SEMANTICS §17)
   SetOptions,     // change the set fields of group `group`'s options (SEMANTICS §5.4, §7.5)
   AddParamGroup,  // optimizer.add_param_group(new_group)
 };
@@ -176,6 +176,10 @@ struct Action {
   OptimizerOptions options;
   // AddParamGroup
   ParamGroupSpec new_group;
+  // Step: the closure's actions, run in order at every call the step makes (SEMANTICS §17.2); unset: step()
+  // without a closure. validate() allows forward, backward, zero_grad, set_grad_none and hold_grad, at least one
+  // forward among them.
+  std::optional<std::vector<Action>> closure;
 
   // Plain actions of one kind, all else default (tests, generators): p.actions = {Action::forward(), ...}.
   static Action of(ActionKind kind) {
@@ -250,5 +254,9 @@ TypedShape infer_shape(const Expr& e, const std::vector<ParamSpec>& params, cons
 
 // Checks the whole program; throws ProgramError naming the first problem.
 void validate(const Program& p, const ProgramLimits& limits = {});
+
+// The program's actions in the order they run when every closure is called once (SEMANTICS §17.1): a step's closure
+// actions, then the step without its closure. For static looks at what a program does (coverage, areas).
+std::vector<Action> actions_as_run(const Program& p);
 
 }  // namespace lockstep

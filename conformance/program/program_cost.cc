@@ -137,6 +137,13 @@ class CostWalk {
       case ActionKind::Step:  // every entry of every group is stepped (a parameter listed twice, twice: SEM-7.4)
         cost_.arithmetic =
             sat_add(cost_.arithmetic, sat_add(sat_mul(group_elements_, 16), sat_mul(group_entries_, 64)));
+        if (a.closure) {
+          // Every call runs and observes the closure's actions (SEMANTICS §17); the step returns one call's loss.
+          // The optimizers that take a closure call it once (§17.1).
+          for (int calls = 0; calls < 1; ++calls)
+            for (const Action& c : *a.closure) action(c);
+          cost_.observed_values = sat_add(cost_.observed_values, tensor_values(output_numel_));
+        }
         break;
       case ActionKind::HoldGrad: {
         auto it = numel_.find(a.param);

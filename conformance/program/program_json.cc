@@ -273,7 +273,8 @@ ordered_json group_to_json(const ParamGroupSpec& g) {
   return out;
 }
 
-Action action_from_json(const ordered_json& j, const std::string& pointer, ExprReader& exprs) {
+Action action_from_json(const ordered_json& j, const std::string& pointer, ExprReader& exprs, const ProgramLimits& limits,
+                        bool in_closure = false) {
   JsonObjectReader r(j, pointer, "an action");
   const std::string name = r.string("action");
   const std::optional<ActionKind> kind = action_from_name(name);
@@ -305,6 +306,20 @@ Action action_from_json(const ordered_json& j, const std::string& pointer, ExprR
       a.handle = r.string("handle");
       break;
     case ActionKind::Step:
+      if (const ordered_json* c = r.optional("closure")) {
+        // SEMANTICS §17.2; validate() checks what a closure may hold. A step inside a closure is refused here, so
+        // that closures do not nest (the reader's recursion stays one level deep).
+        if (in_closure)
+          throw JsonError(r.pointer("closure"), "a closure cannot hold a step (SEMANTICS §17.2)");
+        const std::string cp = r.pointer("closure");
+        const auto& actions = array_from_json(*c, cp);
+        if (static_cast<int64_t>(actions.size()) > limits.max_actions)
+          throw JsonError(cp, std::to_string(actions.size()) + " actions exceed the limit of " +
+                                  std::to_string(limits.max_actions));
+        a.closure.emplace();
+        for (size_t i = 0; i < actions.size(); ++i)
+          a.closure->push_back(action_from_json(actions[i], json_pointer_append(cp, i), exprs, limits, true));
+      }
       break;
     case ActionKind::SetOptions: {
       int64_t group = index_from_json(r.required("group"), r.pointer("group"));
@@ -347,6 +362,11 @@ ordered_json action_to_json(const Action& a) {
       out["handle"] = a.handle;
       break;
     case ActionKind::Step:
+      if (a.closure) {
+        ordered_json closure = ordered_json::array();
+        for (const Action& c : *a.closure) closure.push_back(action_to_json(c));
+        out["closure"] = std::move(closure);
+      }
       break;
     case ActionKind::SetOptions:
       out["group"] = a.group;
@@ -413,7 +433,7 @@ Program read_program(const ordered_json& doc, const ProgramLimits& limits, bool*
     throw JsonError(actions_pointer, std::to_string(actions.size()) + " actions exceed the limit of " +
                                          std::to_string(limits.max_actions));
   for (size_t i = 0; i < actions.size(); ++i)
-    p.actions.push_back(action_from_json(actions[i], json_pointer_append(actions_pointer, i), exprs));
+    p.actions.push_back(action_from_json(actions[i], json_pointer_append(actions_pointer, i), exprs, limits));
   top.finish(true);
   return p;
 }

@@ -205,6 +205,9 @@ std::string with(const std::string& rest) { return std::string("{") + kParams + 
 
 const std::string kSumX = R"({"op": "sum", "args": [{"op": "param", "name": "x"}]})";
 
+// With the program's loss sum(x).
+std::string with_loss(const std::string& rest) { return with(R"("loss": )" + kSumX + ", " + rest); }
+
 std::vector<BadCase> bad_cases() {
   return {
       {"not_an_object", "[1, 2]", "", "expected an object (a program), got array"},
@@ -314,7 +317,41 @@ std::vector<BadCase> bad_cases() {
       {"empty_text", "", "", "invalid JSON"},
       {"number_out_of_range", with(R"("actions": [{"action": "step", "lr": 1e999999}])"), "/actions/0/lr",
        "number overflow"},
+      // A step's closure (SEMANTICS §17.2).
+      {"closure_on_forward", with(R"("actions": [{"action": "forward", "closure": [{"action": "forward"}]}])"),
+       "/actions/0/closure", "unknown field 'closure'"},
+      {"closure_not_a_list", with(R"("actions": [{"action": "step", "closure": {"action": "forward"}}])"),
+       "/actions/0/closure", "expected an array"},
+      {"closure_empty", with(R"("actions": [{"action": "step", "closure": []}])"), "/actions/0/closure",
+       "at least one action"},
+      {"closure_without_forward", with(R"("actions": [{"action": "step", "closure": [{"action": "zero_grad"}]}])"),
+       "/actions/0/closure", "needs a forward"},
+      {"closure_holds_a_step", with_loss(R"("actions": [{"action": "step", "closure": [{"action": "forward"}, {"action": "step"}]}])"),
+       "/actions/0/closure/1/action", "cannot hold step"},
+      {"closure_nests", with_loss(R"("actions": [{"action": "step", "closure": [{"action": "step", "closure": [{"action": "forward"}]}]}])"),
+       "/actions/0/closure/0/closure", "cannot hold a step"},
+      {"closure_holds_set_options", with_loss(R"("actions": [{"action": "step", "closure": [{"action": "forward"}, {"action": "set_options", "group": 0, "options": {}}]}])"),
+       "/actions/0/closure/1/action", "cannot hold set_options"},
+      {"closure_unknown_param", with_loss(R"("actions": [{"action": "step", "closure": [{"action": "forward"}, {"action": "set_grad_none", "param": "nope"}]}])"),
+       "/actions/0/closure/1/param", "unknown parameter 'nope'"},
   };
+}
+
+TEST(ProgramJson, AStepsClosureRoundTrips) {  // SEMANTICS §17.2
+  const std::string text = with_loss(R"("actions": [{"action": "step", "closure": [{"action": "zero_grad", "set_to_none": false},
+      {"action": "forward"}, {"action": "backward"}, {"action": "hold_grad", "param": "x", "handle": "g"}]},
+      {"action": "step"}])");
+  Program p = program_from_text(text, "mem.json");
+  ASSERT_EQ(p.actions.size(), 2u);
+  ASSERT_TRUE(p.actions[0].closure);
+  EXPECT_FALSE(p.actions[1].closure);  // a step without one stays without
+  ASSERT_EQ(p.actions[0].closure->size(), 4u);
+  EXPECT_EQ((*p.actions[0].closure)[0].set_to_none, std::optional<bool>(false));
+  EXPECT_EQ((*p.actions[0].closure)[3].handle, "g");
+  const ordered_json j = program_to_json(p);
+  EXPECT_EQ(j["actions"][0]["closure"].size(), 4u);
+  EXPECT_FALSE(j["actions"][1].contains("closure"));
+  EXPECT_EQ(program_to_json(program_from_json(j)).dump(), j.dump());
 }
 
 TEST(ProgramJson, EveryBadInputNamesItsPointer) {

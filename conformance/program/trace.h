@@ -103,10 +103,22 @@ struct EngineState {
   const HandleObservation* handle(const std::string& name) const;
 };
 
+struct Record;
+
+// One call of a step's closure (SEMANTICS §17.3): a record after each of the closure's actions that ran, in order
+// (a failed action's record is the call's last).
+struct ClosureCall {
+  std::vector<Record> records;
+};
+
 struct Record {
   std::string action;                     // "init" for the setup record, else action_name(kind)
   std::optional<ErrorObservation> error;
   EngineState state;
+  // A step with a closure (SEMANTICS §17.3): every call, in call order, and the value the step returned (unset when
+  // it returned an undefined tensor). Empty and unset for every other record.
+  std::vector<ClosureCall> calls;
+  std::optional<TensorValue> returned;
 };
 
 struct Trace {

@@ -275,6 +275,17 @@ ordered_json record_to_json(const Record& r) {
   out["action"] = r.action;
   if (r.error) out["error"] = error_to_json(*r.error);
   write_state(r.state, out);
+  // A step with a closure (SEMANTICS §17.3).
+  if (!r.calls.empty()) {
+    ordered_json calls = ordered_json::array();
+    for (const ClosureCall& c : r.calls) {
+      ordered_json call = ordered_json::array();
+      for (const Record& sub : c.records) call.push_back(record_to_json(sub));
+      calls.push_back(std::move(call));
+    }
+    out["calls"] = std::move(calls);
+  }
+  if (r.returned) out["returned"] = full_tensor_to_json(*r.returned);
   return out;
 }
 
@@ -295,15 +306,40 @@ EngineState state_from_json(const ordered_json& j, const std::string& pointer) {
   return s;
 }
 
-Record record_from_json(const ordered_json& j, const std::string& pointer) {
+namespace {
+
+// `in_call`: the record of a closure's action, which has no calls of its own (closures do not nest, §17.2).
+Record read_record(const ordered_json& j, const std::string& pointer, bool in_call) {
   JsonObjectReader r(j, pointer, "a record");
   Record rec;
   rec.action = r.string("action");
   if (const ordered_json* e = r.optional("error")) rec.error = error_from_json(*e, r.pointer("error"));
   rec.state = read_state(r);
+  if (const ordered_json* c = r.optional("calls")) {
+    const std::string cp = r.pointer("calls");
+    if (in_call) throw JsonError(cp, "a closure's record cannot hold calls: closures do not nest (SEMANTICS §17.2)");
+    const ordered_json& calls = array_from_json(*c, cp);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const std::string callp = json_pointer_append(cp, i);
+      const ordered_json& records = array_from_json(calls[i], callp);
+      ClosureCall call;
+      for (size_t k = 0; k < records.size(); ++k)
+        call.records.push_back(read_record(records[k], json_pointer_append(callp, k), true));
+      rec.calls.push_back(std::move(call));
+    }
+  }
+  if (const ordered_json* ret = r.optional("returned")) {
+    JsonObjectReader rr(*ret, r.pointer("returned"), "a returned value");
+    rec.returned = full_tensor_from_json(rr);
+    rr.finish(false);
+  }
   r.finish(false);
   return rec;
 }
+
+}  // namespace
+
+Record record_from_json(const ordered_json& j, const std::string& pointer) { return read_record(j, pointer, false); }
 
 Trace trace_from_json(const ordered_json& j) {
   JsonObjectReader r(j, "", "a trace");

@@ -123,6 +123,12 @@ Trace rich_trace() {
   r2.action = "step";
   r2.state = s;
   r2.state.output.reset();
+  // A step with a closure (SEMANTICS §17.3): two calls, the second ended by a failed backward.
+  Record c0;
+  c0.action = "forward";
+  c0.state = s;
+  r2.calls = {ClosureCall{{c0}}, ClosureCall{{c0, r1}}};
+  r2.returned = TensorValue{DType::Float32, {}, {0.1f}};
   t.records = {r1, r2};
   return t;
 }
@@ -136,6 +142,22 @@ TEST(TraceJson, RoundTripIsExact) {
   ASSERT_EQ(back.records.size(), t.records.size());
   for (size_t i = 0; i < t.records.size(); ++i) expect_same(back.records[i], t.records[i]);
   EXPECT_EQ(trace_to_json(back).dump(2), text);
+}
+
+TEST(TraceJson, AStepsCallsAndReturnedValue) {  // SEMANTICS §17.3
+  const Trace t = rich_trace();
+  const ordered_json r = record_to_json(t.records[1]);
+  ASSERT_EQ(r["calls"].size(), 2u);
+  EXPECT_EQ(r["calls"][1].size(), 2u);
+  EXPECT_EQ(r["calls"][1][1]["error"]["kind"], "no_grad_fn");
+  EXPECT_EQ(r["returned"].dump(), R"({"dtype":"float32","shape":[],"values":[0.1]})");
+  EXPECT_FALSE(record_to_json(t.records[0]).contains("calls"));  // only a step with a closure has them
+  EXPECT_FALSE(record_to_json(t.records[0]).contains("returned"));
+  const Record back = record_from_json(r, "/records/1");
+  ASSERT_EQ(back.calls.size(), 2u);
+  ASSERT_EQ(back.calls[1].records.size(), 2u);
+  EXPECT_EQ(back.calls[1].records[1].error->kind, "no_grad_fn");
+  EXPECT_EQ(back.returned, t.records[1].returned);
 }
 
 TEST(TraceJson, CompactForm) {
@@ -194,6 +216,15 @@ struct BadTrace {
 TEST(TraceJson, StrictReadingNamesThePointer) {
   const std::vector<BadTrace> cases = {
       {"missing_engine", [](ordered_json& j) { j.erase("engine"); }, "", "needs the field 'engine'"},
+      {"calls_not_array", [](ordered_json& j) { j["records"][1]["calls"] = 1; }, "/records/1/calls", "expected an array"},
+      {"call_not_array", [](ordered_json& j) { j["records"][1]["calls"][0] = ordered_json::object(); },
+       "/records/1/calls/0", "expected an array"},
+      {"calls_nest", [](ordered_json& j) { j["records"][1]["calls"][0][0]["calls"] = ordered_json::array(); },
+       "/records/1/calls/0/0/calls", "closures do not nest"},
+      {"call_record_unknown_field", [](ordered_json& j) { j["records"][1]["calls"][1][0]["extra"] = 1; },
+       "/records/1/calls/1/0/extra", "unknown field"},
+      {"returned_short", [](ordered_json& j) { j["records"][1]["returned"]["shape"] = {2}; },
+       "/records/1/returned/values", "1 values for shape [2]"},
       {"unknown_top", [](ordered_json& j) { j["extra"] = 1; }, "/extra", "unknown field"},
       {"records_type", [](ordered_json& j) { j["records"] = 3; }, "/records", "expected an array"},
       {"unknown_grad_field", [](ordered_json& j) { j["records"][0]["params"]["x"]["grad"]["valuez"] = 1; },

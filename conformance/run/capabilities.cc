@@ -147,18 +147,31 @@ Capabilities driver_capabilities(const json& hello) {
     if (auto p = hello.find("protocol"); p != hello.end() && p->is_number_integer()) c.protocol = p->get<int>();
   // Without its own list of ops, a driver gets the ops of its protocol (op_descriptions.h, since_protocol).
   if (!c.ops && c.protocol < kDriverProtocolVersion) {
-    c.ops.emplace();
+    std::set<std::string> known;
     std::vector<std::string> newer;
     for (const OpDescription& d : op_descriptions()) {
       if (d.op == Op::Param || d.op == Op::Const) continue;
-      if (d.since_protocol <= c.protocol) c.ops->insert(d.name);
+      if (d.since_protocol <= c.protocol) known.insert(d.name);
       else newer.push_back(d.name);
     }
+    if (!newer.empty()) c.ops = std::move(known);  // else every op: the driver's protocol has them all
     if (!newer.empty())
       c.protocol_note = fmt::format(
           "the driver speaks protocol {} and declares no ops, so it gets none that came later ({}); to be tested on "
           "them, answer the hello with \"protocol\": {} or list them in supports.ops (fixtures/PROTOCOL.md 2a)",
           c.protocol, fmt::join(newer, ", "), kDriverProtocolVersion);
+  }
+  // Without its own list of features, a driver of protocol 3 or older gets none that came later: a step's closure
+  // came with protocol 4 (SEMANTICS §17).
+  if (!c.features && c.protocol < 4) {
+    c.features.emplace();
+    for (const FeatureInfo& f : all_features())
+      if (f.category == "feature" && f.name != "closure") c.features->insert(f.name);
+    c.protocol_note = (c.protocol_note.empty() ? "" : c.protocol_note + "; ") +
+                      fmt::format("the driver speaks protocol {} and declares no features, so it gets no step with a "
+                                  "closure (protocol 4); to be tested on it, answer the hello with \"protocol\": {} or "
+                                  "list \"closure\" in supports.features (fixtures/PROTOCOL.md 2a)",
+                                  c.protocol, kDriverProtocolVersion);
   }
   if (c.protocol >= 2 || c.optimizers) return c;
   // Protocol 1's optimizers, each with every option it had (the options of an optimizer are its description's).

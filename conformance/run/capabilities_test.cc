@@ -403,7 +403,7 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLaterOps) {
     EXPECT_EQ(c.ops->count("softplus"), 0u) << hello;
     EXPECT_EQ(c.ops->count("tanh"), 1u) << hello;
     EXPECT_NE(c.protocol_note.find("softplus"), std::string::npos) << c.protocol_note;
-    EXPECT_NE(c.protocol_note.find("\"protocol\": 3"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("\"protocol\": 4"), std::string::npos) << c.protocol_note;
     FeatureScope scope;
     exclude_unsupported(c, scope);
     EXPECT_FALSE(scope.allows("op:softplus")) << hello;
@@ -411,12 +411,39 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLaterOps) {
   }
   const Capabilities three = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 3})"));
   EXPECT_FALSE(three.ops);
-  EXPECT_TRUE(three.protocol_note.empty());
-  const Capabilities listed = driver_capabilities(
-      json::parse(R"({"name": "x", "version": "1", "protocol": 2, "supports": {"ops": ["softplus", "sum"]}})"));
+  EXPECT_EQ(three.protocol_note.find("softplus"), std::string::npos) << three.protocol_note;
+  const Capabilities listed = driver_capabilities(json::parse(
+      R"({"name": "x", "version": "1", "protocol": 2, "supports": {"ops": ["softplus", "sum"], "features": ["hold_grad"]}})"));
   ASSERT_TRUE(listed.ops);
   EXPECT_EQ(*listed.ops, (std::set<std::string>{"softplus", "sum"}));
   EXPECT_TRUE(listed.protocol_note.empty());
+}
+
+// A step's closure came with protocol 4 (SEMANTICS §17): a driver of an older protocol that lists no features gets every
+// other feature and no closure, and the note says how to get it; a list of features, or protocol 4, is taken as declared.
+TEST(Capabilities, DriversOfAnOlderProtocolGetNoClosure) {
+  using json = nlohmann::ordered_json;
+  for (const char* hello : {R"({"name": "x", "version": "1", "protocol": 1})", R"({"name": "x", "version": "1", "protocol": 3})"}) {
+    const Capabilities c = driver_capabilities(json::parse(hello));
+    ASSERT_TRUE(c.features) << hello;
+    EXPECT_EQ(c.features->count("closure"), 0u) << hello;
+    EXPECT_EQ(c.features->count("retain_graph"), 1u) << hello;
+    EXPECT_NE(c.protocol_note.find("closure"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("\"protocol\": 4"), std::string::npos) << c.protocol_note;
+    FeatureScope scope;
+    exclude_unsupported(c, scope);
+    EXPECT_FALSE(scope.allows("closure")) << hello;
+    EXPECT_TRUE(scope.allows("retain_graph")) << hello;
+    EXPECT_TRUE(scope.allows("special_values")) << hello;
+  }
+  const Capabilities four = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 4})"));
+  EXPECT_FALSE(four.features);
+  EXPECT_TRUE(four.protocol_note.empty()) << four.protocol_note;
+  const Capabilities listed = driver_capabilities(
+      json::parse(R"({"name": "x", "version": "1", "protocol": 3, "supports": {"features": ["closure"]}})"));
+  ASSERT_TRUE(listed.features);
+  EXPECT_EQ(*listed.features, (std::set<std::string>{"closure"}));
+  EXPECT_EQ(listed.protocol_note.find("closure"), std::string::npos) << listed.protocol_note;
 }
 
 }  // namespace

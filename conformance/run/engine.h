@@ -21,8 +21,10 @@
 //   lockstep::Trace trace = lockstep::run_program(program, engine);
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "conformance/program/program.h"
 #include "conformance/program/trace.h"
@@ -43,6 +45,20 @@ struct BackwardArgs {
   std::optional<bool> retain_graph;              // unset: = create_graph (SEM-2.5)
   bool create_graph = false;
   const std::vector<double>* gradient = nullptr;  // explicit gradient, shaped and typed like the output
+};
+
+// A step's closure (SEMANTICS §17), as the interpreter hands it to Engine::step_with_closure.
+class StepClosure {
+ public:
+  virtual ~StepClosure() = default;
+  // The closure's actions, validated (§17.2): forward, backward, zero_grad, set_grad_none, hold_grad.
+  virtual const std::vector<Action>& actions() const = 0;
+  // One call, for an engine that runs in this process: runs the actions on the engine in order, observing it after
+  // each (the interpreter records the call). Throws EngineError with the kind and message of an action that fails;
+  // the framework's step must end with it. After it, the engine's held output is what the call returns.
+  virtual void call() = 0;
+  // One call, for an engine that runs the actions elsewhere (a driver): the records it observed.
+  virtual void add_call(ClosureCall call) = 0;
 };
 
 class Engine {
@@ -68,6 +84,12 @@ class Engine {
   virtual void set_grad_none(const std::string& param) = 0;         // p.grad = None
   virtual void hold_grad(const std::string& param, const std::string& handle) = 0;
   virtual void step() = 0;                                          // SEM-5.3, SEM-6.3
+  // optimizer.step(closure), SEM-17: calls `closure` (call() in process) as the framework's step does and returns
+  // what the step returned (unset: an undefined tensor). An engine without it throws (the default).
+  virtual std::optional<TensorValue> step_with_closure(StepClosure& closure) {
+    (void)closure;
+    throw EngineError(error_kind::kOther, name() + " does not support a step with a closure");
+  }
   virtual void set_group_options(int group, const OptimizerOptions& changes) = 0;  // SEM-7.5
   virtual void add_param_group(const ParamGroupSpec& group) = 0;    // SEM-7.4
 

@@ -89,6 +89,7 @@ const std::vector<FeatureTagInfo> kStructureTags = {
     {"explicit_gradient", "backward with an explicit gradient (SEM-2.4, SEM-3.1)"},
     {"gradient_fed", "gradients given directly: a forward of a bare parameter, then backward(gradient)"},
     {"hold_grad", "a handle to a grad is held and observed (SEM-3.2, SEM-4.1, SEM-4.2)"},
+    {"closure", "a step with a closure: the step runs its actions and returns its loss (SEM-17)"},
     {"no_grad", "a forward under no_grad (SEM-2.3)"},
     {"weight_tying", "a parameter used more than once in one loss (SEM-2.6)"},
     {"errors", "an action (or the setup) fails; the error kind is part of the trace (SEM-8)"},
@@ -179,7 +180,8 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
   const Expr* held_loss = nullptr;
   std::set<std::string> reached;
   bool step_seen = false, cleared_before_step = false;
-  for (const Action& a : program.actions) {
+  // The actions in the order they run: a step's closure before its update (SEM-17.1).
+  std::function<void(const Action&)> tag_action = [&](const Action& a) {
     switch (a.kind) {
       case ActionKind::Forward:
         held_loss = a.loss ? a.loss.get() : program.loss.get();
@@ -216,10 +218,17 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
         if (!step_seen) cleared_before_step = true;
         break;
       case ActionKind::HoldGrad: tags.insert("hold_grad"); break;
-      case ActionKind::Step: step_seen = true; break;
+      case ActionKind::Step:
+        if (a.closure) {
+          tags.insert("closure");
+          for (const Action& c : *a.closure) tag_action(c);
+        }
+        step_seen = true;
+        break;
       default: break;
     }
-  }
+  };
+  for (const Action& a : program.actions) tag_action(a);
   if (any_backward && all_backward_fed) tags.insert("gradient_fed");
 
   if (trace) {
@@ -229,7 +238,11 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
     // A step that ran while a parameter of the optimizer had no grad (SEM-4.3).
     for (size_t i = 0; i < trace->records.size() && i < program.actions.size(); ++i) {
       if (program.actions[i].kind != ActionKind::Step || trace->records[i].error) continue;
-      const Record& before = i == 0 ? trace->init : trace->records[i - 1];
+      // The state the update read: after the closure's last call (SEM-17.1), else before the step.
+      const Record& r = trace->records[i];
+      const Record& before = !r.calls.empty() && !r.calls.back().records.empty() ? r.calls.back().records.back()
+                             : i == 0                                             ? trace->init
+                                                                                  : trace->records[i - 1];
       for (const GroupObservation& g : before.state.groups)
         for (const std::string& n : g.params)
           if (const ParamObservation* p = before.state.param(n); p && !p->grad.defined)

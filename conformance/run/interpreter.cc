@@ -40,16 +40,47 @@ Record ProgramRunner::setup() {
   return record;
 }
 
-Record ProgramRunner::run_action(size_t i) {
-  const Action& a = program_.actions.at(i);
+namespace {
+
+Record run_one(const Program& program, Engine& engine, const Action& a);
+
+// A step's closure as the interpreter runs it (SEMANTICS §17.2): each call runs the actions on the engine and
+// records each; the first that fails ends the call, and its error leaves the call to end the step.
+class InterpretedClosure : public StepClosure {
+ public:
+  InterpretedClosure(const Program& program, Engine& engine, const std::vector<Action>& actions,
+                     std::vector<ClosureCall>& calls)
+      : program_(program), engine_(engine), actions_(actions), calls_(calls) {}
+
+  const std::vector<Action>& actions() const override { return actions_; }
+
+  void call() override {
+    calls_.emplace_back();  // recorded as it runs: a call the step ends early keeps what it did
+    for (const Action& a : actions_) {
+      calls_.back().records.push_back(run_one(program_, engine_, a));
+      const Record& r = calls_.back().records.back();
+      if (r.error) throw EngineError(r.error->kind, r.error->message);
+    }
+  }
+
+  void add_call(ClosureCall call) override { calls_.push_back(std::move(call)); }
+
+ private:
+  const Program& program_;
+  Engine& engine_;
+  const std::vector<Action>& actions_;
+  std::vector<ClosureCall>& calls_;
+};
+
+Record run_one(const Program& program, Engine& engine, const Action& a) {
   Record record;
   record.action = action_name(a.kind);
   record.error = capture_error([&] {
     switch (a.kind) {
       case ActionKind::Forward: {
-        const Expr* loss = a.loss ? a.loss.get() : program_.loss.get();
+        const Expr* loss = a.loss ? a.loss.get() : program.loss.get();
         if (!loss) throw EngineError(error_kind::kOther, "forward without a loss expression");
-        engine_.forward(*loss, a.no_grad);
+        engine.forward(*loss, a.no_grad);
         break;
       }
       case ActionKind::Backward: {
@@ -57,20 +88,31 @@ Record ProgramRunner::run_action(size_t i) {
         args.retain_graph = a.retain_graph;
         args.create_graph = a.create_graph;
         args.gradient = a.gradient ? &*a.gradient : nullptr;
-        engine_.backward(args);
+        engine.backward(args);
         break;
       }
-      case ActionKind::ZeroGrad: engine_.zero_grad(a.set_to_none); break;
-      case ActionKind::SetGradNone: engine_.set_grad_none(a.param); break;
-      case ActionKind::HoldGrad: engine_.hold_grad(a.param, a.handle); break;
-      case ActionKind::Step: engine_.step(); break;
-      case ActionKind::SetOptions: engine_.set_group_options(a.group, a.options); break;
-      case ActionKind::AddParamGroup: engine_.add_param_group(a.new_group); break;
+      case ActionKind::ZeroGrad: engine.zero_grad(a.set_to_none); break;
+      case ActionKind::SetGradNone: engine.set_grad_none(a.param); break;
+      case ActionKind::HoldGrad: engine.hold_grad(a.param, a.handle); break;
+      case ActionKind::Step:
+        if (a.closure) {
+          InterpretedClosure closure(program, engine, *a.closure, record.calls);
+          record.returned = engine.step_with_closure(closure);
+        } else {
+          engine.step();
+        }
+        break;
+      case ActionKind::SetOptions: engine.set_group_options(a.group, a.options); break;
+      case ActionKind::AddParamGroup: engine.add_param_group(a.new_group); break;
     }
   });
-  record.state = engine_.observe();
+  record.state = engine.observe();
   return record;
 }
+
+}  // namespace
+
+Record ProgramRunner::run_action(size_t i) { return run_one(program_, engine_, program_.actions.at(i)); }
 
 Trace run_program(const Program& program, Engine& engine) {
   Trace trace;

@@ -31,6 +31,10 @@ class ZeroGradDefaultAs : public Engine {
   void set_grad_none(const std::string& param) override { inner_->set_grad_none(param); }
   void hold_grad(const std::string& param, const std::string& handle) override { inner_->hold_grad(param, handle); }
   void step() override { inner_->step(); }
+  // The closure's actions come back through this engine (the interpreter's), so its zero_grad rule holds in them.
+  std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
+    return inner_->step_with_closure(closure);
+  }
   void set_group_options(int group, const OptimizerOptions& changes) override { inner_->set_group_options(group, changes); }
   void add_param_group(const ParamGroupSpec& group) override { inner_->add_param_group(group); }
   EngineState observe() override { return inner_->observe(); }

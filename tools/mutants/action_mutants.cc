@@ -153,6 +153,16 @@ class ActionMutant : public ImplEngine {
       if (g.options) g.options = over_defaults(*g.options);
     ImplEngine::make_optimizer(merged);
   }
+  // SEM-17.1.
+  std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
+    if (m_ != Mutant::ClosureCalledAfterUpdate) return ImplEngine::step_with_closure(closure);
+    ImplEngine::step();  // the update first, with the grads the closure has not made yet
+    closure.call();
+    const impl::Tensor& loss = output();
+    if (!loss.defined()) return std::nullopt;
+    return TensorValue{loss.dtype() == impl::DType::Float32 ? DType::Float32 : DType::Float64, loss.shape(),
+                       loss.to_values()};
+  }
   void add_param_group(const ParamGroupSpec& group) override {
     if (m_ != Mutant::GroupOptionsInheritDefaults || !group.options) return ImplEngine::add_param_group(group);
     ParamGroupSpec merged = group;
@@ -196,6 +206,7 @@ std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_
     case Mutant::RetainGraphIgnored:
     case Mutant::GroupOptionsInheritDefaults:
     case Mutant::StepRebindsParameter:
+    case Mutant::ClosureCalledAfterUpdate:
       return std::make_unique<ActionMutant>(m, zero_grad_default_none);
     default:
       return nullptr;

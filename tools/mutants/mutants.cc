@@ -67,6 +67,9 @@ const std::vector<MutantInfo>& mutant_catalogue() {
        "step() writes each updated parameter into a new tensor and rebinds the model and the optimizer to it "
        "(p = p - lr * d): the values are right, the parameter is no longer the same tensor",
        "SEM-1.6"},
+      {Mutant::ClosureCalledAfterUpdate, "closure_called_after_update",
+       "step(closure) updates with the grads it finds, then calls the closure (whose grads wait for the next step)",
+       "SEM-17.1"},
       {Mutant::SgdDampeningFirstStep, "sgd_dampening_first_step",
        "SGD's first momentum buffer is (1 - dampening) * d instead of a copy of d", "SEM-5.3"},
       {Mutant::SgdWeightDecayAfterMomentum, "sgd_weight_decay_after_momentum",

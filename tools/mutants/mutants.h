@@ -44,6 +44,8 @@ enum class Mutant : uint8_t {
   StepUndefinedGradAsZero,
   StepModifiesGrad,
   StepRebindsParameter,
+  // a step's closure (SEM-17)
+  ClosureCalledAfterUpdate,
   // SGD (SEM-5.3, SEM-5.4)
   SgdDampeningFirstStep,
   SgdWeightDecayAfterMomentum,

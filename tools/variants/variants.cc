@@ -138,6 +138,11 @@ class VariantEngine : public Engine {
     inner_->hold_grad(param, handle);
   }
   void step() override { inner_->step(); }
+  // The closure's actions come back through this engine (the interpreter's); the step's own update is impl's: the
+  // variants rewrite only steps without a closure.
+  std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
+    return inner_->step_with_closure(closure);
+  }
   void set_group_options(int group, const OptimizerOptions& changes) override {
     inner_->set_group_options(group, changes);
   }
