@@ -56,8 +56,17 @@ void append_record(std::string& out, const std::string& title, const Record& r) 
 std::string format_trace_table(const Program& program, const Trace& trace) {
   std::string out = fmt::format("engine: {}\n", trace.engine);
   append_record(out, "#init", trace.init);
-  for (size_t i = 0; i < trace.records.size(); ++i)
-    append_record(out, fmt::format("#{} {}", i, trace.records[i].action), trace.records[i]);
+  for (size_t i = 0; i < trace.records.size(); ++i) {
+    const Record& r = trace.records[i];
+    // A step with a closure (SEMANTICS §17.3): each call's records first, as they ran, then the step's own.
+    for (size_t k = 0; k < r.calls.size(); ++k)
+      for (size_t j = 0; j < r.calls[k].records.size(); ++j)
+        append_record(out, fmt::format("#{}.{}.{} {} (closure of #{}, call {})", i, k + 1, j,
+                                       r.calls[k].records[j].action, i, k + 1),
+                      r.calls[k].records[j]);
+    append_record(out, fmt::format("#{} {}", i, r.action), r);
+    if (r.returned) out += fmt::format("    {:<10} {}\n", "returned", values(r.returned->data));
+  }
   (void)program;
   return out;
 }

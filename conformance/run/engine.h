@@ -12,6 +12,8 @@
 //  - An action that fails throws EngineError with a normalised kind (trace.h, error_kind) and the engine's
 //    own message. The engine's state after a failed action is whatever its framework leaves (that is
 //    observed and compared too). Any other exception is recorded with kind "other".
+//  - A step with a closure (SEMANTICS §17) comes as step_with_closure(): the closure runs the closure's actions
+//    through this same engine, each observed. Its default calls the closure once, then step() (SEM-17.1).
 //  - observe() returns the whole observable state (SEMANTICS §8). GradObservation::same_as_previous compares
 //    each grad with the one seen at the previous observe() call: the engine keeps a reference to it.
 //
@@ -51,14 +53,11 @@ struct BackwardArgs {
 class StepClosure {
  public:
   virtual ~StepClosure() = default;
-  // The closure's actions, validated (§17.2): forward, backward, zero_grad, set_grad_none, hold_grad.
-  virtual const std::vector<Action>& actions() const = 0;
-  // One call, for an engine that runs in this process: runs the actions on the engine in order, observing it after
-  // each (the interpreter records the call). Throws EngineError with the kind and message of an action that fails;
-  // the framework's step must end with it. After it, the engine's held output is what the call returns.
-  virtual void call() = 0;
-  // One call, for an engine that runs the actions elsewhere (a driver): the records it observed.
-  virtual void add_call(ClosureCall call) = 0;
+  // One call: runs the closure's actions on the engine in order, observing it after each (the interpreter records the
+  // call). Throws EngineError with the kind and message of an action that fails; the framework's step must end with
+  // it. After it, the engine's held output is what the call returns; call() returns its value as observed after the
+  // call's last action (unset: none held).
+  virtual std::optional<TensorValue> call() = 0;
 };
 
 class Engine {
@@ -85,10 +84,14 @@ class Engine {
   virtual void hold_grad(const std::string& param, const std::string& handle) = 0;
   virtual void step() = 0;                                          // SEM-5.3, SEM-6.3
   // optimizer.step(closure), SEM-17: calls `closure` (call() in process) as the framework's step does and returns
-  // what the step returned (unset: an undefined tensor). An engine without it throws (the default).
+  // what the step returned (unset: an undefined tensor). The default is SEM-17.1 spelled out on this engine's own
+  // step(): the closure once, then step(), returning the closure's loss. Override it when the framework has a
+  // step(closure) of its own, so that it is the framework's that is tested (LibTorch's and impl's engines do). It is
+  // called only when the setup built an optimizer (without one, the interpreter records no_optimizer).
   virtual std::optional<TensorValue> step_with_closure(StepClosure& closure) {
-    (void)closure;
-    throw EngineError(error_kind::kOther, name() + " does not support a step with a closure");
+    std::optional<TensorValue> loss = closure.call();
+    step();
+    return loss;
   }
   virtual void set_group_options(int group, const OptimizerOptions& changes) = 0;  // SEM-7.5
   virtual void add_param_group(const ParamGroupSpec& group) = 0;    // SEM-7.4

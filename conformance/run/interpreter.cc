@@ -35,6 +35,7 @@ Record ProgramRunner::setup() {
   });
   if (!record.error && program_.optimizer) {
     record.error = capture_error([&] { engine_.make_optimizer(*program_.optimizer); });
+    has_optimizer_ = !record.error;
   }
   record.state = engine_.observe();
   return record;
@@ -42,7 +43,7 @@ Record ProgramRunner::setup() {
 
 namespace {
 
-Record run_one(const Program& program, Engine& engine, const Action& a);
+Record run_one(const Program& program, Engine& engine, bool has_optimizer, const Action& a);
 
 // A step's closure as the interpreter runs it (SEMANTICS §17.2): each call runs the actions on the engine and
 // records each; the first that fails ends the call, and its error leaves the call to end the step.
@@ -52,18 +53,17 @@ class InterpretedClosure : public StepClosure {
                      std::vector<ClosureCall>& calls)
       : program_(program), engine_(engine), actions_(actions), calls_(calls) {}
 
-  const std::vector<Action>& actions() const override { return actions_; }
-
-  void call() override {
+  std::optional<TensorValue> call() override {
     calls_.emplace_back();  // recorded as it runs: a call the step ends early keeps what it did
     for (const Action& a : actions_) {
-      calls_.back().records.push_back(run_one(program_, engine_, a));
+      calls_.back().records.push_back(run_one(program_, engine_, true, a));
       const Record& r = calls_.back().records.back();
       if (r.error) throw EngineError(r.error->kind, r.error->message);
     }
+    const Record& last = calls_.back().records.back();  // validate(): a closure is never empty
+    if (!last.state.output) return std::nullopt;
+    return last.state.output->value;
   }
-
-  void add_call(ClosureCall call) override { calls_.push_back(std::move(call)); }
 
  private:
   const Program& program_;
@@ -72,7 +72,8 @@ class InterpretedClosure : public StepClosure {
   std::vector<ClosureCall>& calls_;
 };
 
-Record run_one(const Program& program, Engine& engine, const Action& a) {
+// `has_optimizer`: the setup built the program's optimizer.
+Record run_one(const Program& program, Engine& engine, bool has_optimizer, const Action& a) {
   Record record;
   record.action = action_name(a.kind);
   record.error = capture_error([&] {
@@ -96,6 +97,9 @@ Record run_one(const Program& program, Engine& engine, const Action& a) {
       case ActionKind::HoldGrad: engine.hold_grad(a.param, a.handle); break;
       case ActionKind::Step:
         if (a.closure) {
+          // Without an optimizer there is no step to call the closure (SEMANTICS §8: no_optimizer), whatever the
+          // engine's step_with_closure would do first.
+          if (!has_optimizer) throw EngineError(error_kind::kNoOptimizer, "step without an optimizer");
           InterpretedClosure closure(program, engine, *a.closure, record.calls);
           record.returned = engine.step_with_closure(closure);
         } else {
@@ -112,7 +116,7 @@ Record run_one(const Program& program, Engine& engine, const Action& a) {
 
 }  // namespace
 
-Record ProgramRunner::run_action(size_t i) { return run_one(program_, engine_, program_.actions.at(i)); }
+Record ProgramRunner::run_action(size_t i) { return run_one(program_, engine_, has_optimizer_, program_.actions.at(i)); }
 
 Trace run_program(const Program& program, Engine& engine) {
   Trace trace;

@@ -32,6 +32,7 @@ class ProgramRunner {
  private:
   const Program& program_;
   Engine& engine_;
+  bool has_optimizer_ = false;  // setup() built the program's optimizer
 };
 
 Trace run_program(const Program& program, Engine& engine);

@@ -149,6 +149,7 @@ class Torch(kit.Framework):
         else:
             optimizer.zero_grad(set_to_none=set_to_none)
     def step(self, optimizer): optimizer.step()
+    def step_with_closure(self, optimizer, closure): return optimizer.step(closure)  # SEMANTICS §17
     def state(self, optimizer, param): return optimizer.state[param] if param in optimizer.state else None
 
     def classify(self, message):

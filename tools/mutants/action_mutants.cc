@@ -157,11 +157,7 @@ class ActionMutant : public ImplEngine {
   std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
     if (m_ != Mutant::ClosureCalledAfterUpdate) return ImplEngine::step_with_closure(closure);
     ImplEngine::step();  // the update first, with the grads the closure has not made yet
-    closure.call();
-    const impl::Tensor& loss = output();
-    if (!loss.defined()) return std::nullopt;
-    return TensorValue{loss.dtype() == impl::DType::Float32 ? DType::Float32 : DType::Float64, loss.shape(),
-                       loss.to_values()};
+    return closure.call();
   }
   void add_param_group(const ParamGroupSpec& group) override {
     if (m_ != Mutant::GroupOptionsInheritDefaults || !group.options) return ImplEngine::add_param_group(group);

@@ -138,11 +138,8 @@ class VariantEngine : public Engine {
     inner_->hold_grad(param, handle);
   }
   void step() override { inner_->step(); }
-  // The closure's actions come back through this engine (the interpreter's); the step's own update is impl's: the
-  // variants rewrite only steps without a closure.
-  std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
-    return inner_->step_with_closure(closure);
-  }
+  // step_with_closure: Engine's own (the closure once, then this engine's step(), SEM-17.1), so that a variant's
+  // step arithmetic holds in a step with a closure too.
   void set_group_options(int group, const OptimizerOptions& changes) override {
     inner_->set_group_options(group, changes);
   }

@@ -26,7 +26,12 @@ NAME = "param.same_as_previous"
 
 
 def strip(trace):
-    for record in [trace.get("init")] + trace.get("records", []):
+    records = [trace.get("init")] + trace.get("records", [])
+    for record in list(records):  # a step's closure calls hold records too (PROTOCOL section 4)
+        if isinstance(record, dict):
+            for call in record.get("calls", []):
+                records += call
+    for record in records:
         if isinstance(record, dict):
             for p in record.get("params", {}).values():
                 p.pop(FIELD, None)

@@ -66,6 +66,9 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
              add_param_group(optimizer, group) optional ("add_param_group")
              zero_grad(optimizer, set_to_none) optional; set_to_none None means the framework's default (SEM-12.1)
              step(optimizer)
+             step_with_closure(optimizer, closure)   optional ("closure", SEMANTICS §17): call the framework's
+                                               step(closure) and return what it returns; the kit's closure runs the
+                                               step's closure actions, records each, and returns the held output
              state(optimizer, param)           the parameter's state dict, or None when it has none: "step" (an
                                                int, or a one-element tensor) and tensors named as in STATE_TENSORS
   errors     classify(message) -> kind         map a framework exception's message to a PROTOCOL §4 kind
@@ -151,14 +154,14 @@ FLAGS = ("nesterov", "amsgrad", "centered")
 STATE_TENSORS = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum")
 FEATURES = ("retain_graph", "create_graph", "no_grad", "explicit_gradient", "zero_grad", "set_to_none",
             "zero_grad_default", "set_grad_none", "hold_grad", "param_groups", "add_param_group", "set_options",
-            "special_values", "invalid_options")
+            "special_values", "invalid_options", "closure")
 # The method a feature needs (SEMANTICS §13); the optimizer features need make_optimizer as well.
 _FEATURE_NEEDS = {"retain_graph": "backward", "create_graph": "backward", "explicit_gradient": "backward",
                   "no_grad": "no_grad", "zero_grad": "zero_grad", "set_to_none": "zero_grad",
                   "zero_grad_default": "zero_grad", "set_grad_none": "set_grad_none",
-                  "add_param_group": "add_param_group"}
+                  "add_param_group": "add_param_group", "closure": "step_with_closure"}
 _OPTIMIZER_FEATURES = ("zero_grad", "set_to_none", "zero_grad_default", "param_groups", "add_param_group",
-                       "set_options", "invalid_options")
+                       "set_options", "invalid_options", "closure")
 
 
 def options_in(options):
@@ -260,6 +263,9 @@ class Framework:
     def add_param_group(self, optimizer, group): raise NotImplementedError
     def zero_grad(self, optimizer, set_to_none): raise NotImplementedError
     def step(self, optimizer): raise NotImplementedError
+    # optimizer.step(closure) (SEMANTICS §17): call the framework's step with `closure` (a function of no argument
+    # that runs the closure's actions and returns the loss) and return what it returns (None: nothing).
+    def step_with_closure(self, optimizer, closure): raise NotImplementedError
     def state(self, optimizer, param): raise NotImplementedError
 
     # errors
@@ -337,8 +343,13 @@ def unsupported_reason(program, caps):
         groups = opt.get("groups", [])
         if (len(groups) > 1 or any("options" in g for g in groups)) and "param_groups" not in features:
             return "param_groups"
-    for a in program["actions"]:
+    actions = []
+    for a in program["actions"]:  # a step's closure actions where they run, before the step (SEMANTICS §17)
+        actions += a.get("closure", []) + [a]
+    for a in actions:
         needs = []
+        if a["action"] == "step" and "closure" in a:
+            needs.append("closure")
         if a["action"] == "forward" and a.get("no_grad"):
             needs.append("no_grad")
         elif a["action"] == "backward":
@@ -382,6 +393,8 @@ class Run:
         self.optimizer = None
         self.kind = None
         self.output = None        # the output of the last successful forward
+        self.closure_calls = None     # a step with a closure: its calls' records, for the step's record
+        self.closure_returned = None  # and what the step returned
 
     # --- setup --------------------------------------------------------------------------------------------------
     def tensor(self, values, dtype, shape, param=False):
@@ -492,6 +505,9 @@ class Run:
                     h[1] = grad
                     return
             self.handles.append([action["handle"], grad])
+        elif a == "step" and "closure" in action:
+            self.require_optimizer("step")
+            self.step_with_closure(action["closure"])
         elif a == "step":
             self.require_optimizer("step")
             self.fw.step(self.optimizer)
@@ -509,6 +525,27 @@ class Run:
             self.fw.add_param_group(self.optimizer, self.make_group(action, "new group"))
         else:
             raise EngineError("other", "unknown action '%s'" % a)
+
+    def step_with_closure(self, closure_actions):
+        """SEMANTICS §17.2: each call runs the closure's actions, each observed in a record of its own; the first
+        that fails ends the call and, its error leaving the closure, the step. The call returns the held output."""
+        calls = []
+
+        def closure():
+            records = []
+            calls.append(records)
+            for sub in closure_actions:
+                rec = self.record(sub["action"], lambda sub=sub: self.run(sub))
+                records.append(rec)
+                if "error" in rec:
+                    raise EngineError(rec["error"]["kind"], rec["error"]["message"])
+            return self.output
+
+        returned = None
+        try:
+            returned = self.fw.step_with_closure(self.optimizer, closure)
+        finally:  # the step's record takes the calls even when the step fails (set after the calls' own records)
+            self.closure_calls, self.closure_returned = calls, returned
 
     # --- observation (SEMANTICS §8, PROTOCOL §4) ----------------------------------------------------------------
     def values(self, t):
@@ -599,10 +636,18 @@ class Run:
 
     def record(self, action, body):
         rec = {"action": action}
+        self.closure_calls = None
         error = self.guarded(body)
         if error:
             rec["error"] = error
+        calls, returned = self.closure_calls, self.closure_returned
+        self.closure_calls = self.closure_returned = None
         rec.update(self.observe())
+        if calls is not None:  # a step with a closure (PROTOCOL §4, SEMANTICS §17.3)
+            if calls:
+                rec["calls"] = calls
+            if returned is not None and not error:
+                rec["returned"] = self.full(returned)
         return rec
 
     def trace(self):
@@ -631,7 +676,7 @@ def run_program(fw, program):
 
 # ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ------------------------------------------------------------
 
-PROTOCOL = 3  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3)
+PROTOCOL = 4  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4)
 
 
 def hello(fw, requested=1):

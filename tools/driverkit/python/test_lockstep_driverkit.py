@@ -73,7 +73,8 @@ class Hello(unittest.TestCase):
         self.assertEqual(kit.hello(fw, 1)["protocol"], 1)
         self.assertEqual(kit.hello(fw, 2)["protocol"], 2)
         self.assertEqual(kit.hello(fw, 3)["protocol"], 3)
-        self.assertEqual(kit.hello(fw, 7)["protocol"], 3)
+        self.assertEqual(kit.hello(fw, 4)["protocol"], 4)
+        self.assertEqual(kit.hello(fw, 7)["protocol"], 4)
 
     def test_supports_computed_from_the_class(self):
         s = kit.hello(tiny.Tiny())["supports"]
@@ -82,7 +83,7 @@ class Hello(unittest.TestCase):
         self.assertEqual(s["optimizers"], {"sgd": ["lr", "momentum"]})
         for f in ("retain_graph", "explicit_gradient", "no_grad", "zero_grad", "set_to_none", "hold_grad"):
             self.assertIn(f, s["features"])
-        for f in ("create_graph", "add_param_group"):  # lacked; no add_param_group method
+        for f in ("create_graph", "add_param_group", "closure"):  # lacked; no add_param_group or step_with_closure
             self.assertNotIn(f, s["features"])
 
     def test_a_framework_without_optimizer(self):
@@ -105,6 +106,48 @@ class Hello(unittest.TestCase):
         self.assertEqual(answers[0]["hello"]["name"], "tiny-autograd")
         self.assertIn("unsupported", answers[1])
         self.assertIn("trace", answers[2])
+
+
+class WithClosure(tiny.Tiny):
+    """The tiny framework with optimizer.step(closure): the closure once, then the step (SEMANTICS §17.1)."""
+    def step_with_closure(self, optimizer, closure):
+        loss = closure()
+        optimizer.step()
+        return loss
+
+
+class Closure(unittest.TestCase):  # SEMANTICS §17, PROTOCOL §4 "A step with a closure"
+    @staticmethod
+    def program(closure):
+        return {"params": [param("w", [1.0, -2.0])],
+                "loss": {"op": "sum", "args": [{"op": "square", "args": [bare("w")]}]},
+                "optimizer": {"type": "sgd", "defaults": {"lr": 0.5}, "params": ["w"]},
+                "actions": [{"action": "step", "closure": closure}, {"action": "step"}]}
+
+    def test_each_call_is_recorded_and_the_loss_returned(self):
+        t = trace(self.program([{"action": "zero_grad", "set_to_none": False}, {"action": "forward"},
+                                {"action": "backward"}]), WithClosure())
+        r = t["records"][0]
+        self.assertEqual([[x["action"] for x in call] for call in r["calls"]], [["zero_grad", "forward", "backward"]])
+        self.assertEqual(r["calls"][0][2]["params"]["w"]["grad"]["values"], [2.0, -4.0])
+        self.assertEqual(r["calls"][0][2]["params"]["w"]["values"], [1.0, -2.0])  # before the update
+        self.assertEqual(r["returned"], {"dtype": "float64", "shape": [], "values": [5.0]})
+        self.assertEqual(r["params"]["w"]["values"], [0.0, 0.0])
+        self.assertNotIn("calls", t["records"][1])  # a step without a closure has neither
+        self.assertNotIn("returned", t["records"][1])
+
+    def test_a_failing_action_ends_the_call_and_the_step(self):
+        t = trace(self.program([{"action": "backward"}, {"action": "forward"}]), WithClosure())
+        r = t["records"][0]
+        self.assertEqual(r["error"]["kind"], "no_output")
+        self.assertEqual([[x["action"] for x in call] for call in r["calls"]], [["backward"]])
+        self.assertEqual(r["calls"][0][0]["error"]["kind"], "no_output")
+        self.assertNotIn("returned", r)
+        self.assertEqual(r["params"]["w"]["values"], [1.0, -2.0])  # nothing moved
+
+    def test_a_framework_without_it_refuses_the_program(self):
+        self.assertEqual(kit.run_program(tiny.Tiny(), self.program([{"action": "forward"}])), {"unsupported": "closure"})
+        self.assertIn("closure", kit.hello(WithClosure())["supports"]["features"])
 
 
 class Refusals(unittest.TestCase):
