@@ -123,6 +123,39 @@ TEST(TraceComparison, AClosuresCallsAreComparedRecordByRecord) {
   Trace other = t;
   other.records[0].returned->data[0] = 7;
   EXPECT_EQ(first_difference(p, t, other).path, "returned");
+
+  // A step without a closure neither calls nor returns anything (§17.1).
+  Trace plain_returns = t;
+  plain_returns.records[3].returned = t.records[0].returned;
+  EXPECT_EQ(first_difference(p, t, plain_returns).path, "returned");
+  Trace plain_calls = t;
+  plain_calls.records[3].calls = t.records[0].calls;
+  EXPECT_EQ(first_difference(p, t, plain_calls).path, "closure calls");
+}
+
+// A closure whose forward is a bare parameter holds the parameter itself (§3.8): the step returns it moved.
+TEST(TraceComparison, AClosureReturningABareParameter) {
+  Program p = sgd_program();
+  Action fwd = act(ActionKind::Forward);
+  fwd.loss = param("w");
+  Action bwd = act(ActionKind::Backward);
+  bwd.gradient = std::vector<double>{1, 1};
+  Action step = act(ActionKind::Step);
+  step.closure = std::vector<Action>{fwd, bwd};
+  p.actions = {step};
+  validate(p);
+  const Trace t = trace_of(p);
+  ASSERT_TRUE(t.records[0].returned);
+  EXPECT_EQ(t.records[0].returned->data, t.records[0].state.params[0].value.data);  // after the step: 0, -2
+  EXPECT_EQ(first_difference(p, t, t).record, -1);
+  // The same tensor seen at the end of the call, before the step moved it (Engine::step_with_closure's default).
+  Trace snapshot = t;
+  snapshot.records[0].returned = t.records[0].calls[0].records.back().state.output->value;
+  EXPECT_EQ(first_difference(p, t, snapshot).record, -1);
+  // Anything else is not what the step returned.
+  Trace wrong = t;
+  wrong.records[0].returned->data[0] = 999;
+  EXPECT_EQ(first_difference(p, t, wrong).path, "returned");
 }
 
 // The replay path once hid these: a value going from absent to present moved only a structural path.

@@ -244,7 +244,13 @@ void check_program_cost(const Program& p, const ProgramLimits& limits) {
                                    " nodes");
   };
   check_nodes(p.loss, "/loss");
-  for (size_t i = 0; i < p.actions.size(); ++i) check_nodes(p.actions[i].loss, "/actions/" + std::to_string(i) + "/loss");
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    check_nodes(p.actions[i].loss, "/actions/" + std::to_string(i) + "/loss");
+    if (p.actions[i].closure)  // a step's closure (SEMANTICS §17.2)
+      for (size_t j = 0; j < p.actions[i].closure->size(); ++j)
+        check_nodes((*p.actions[i].closure)[j].loss,
+                    "/actions/" + std::to_string(i) + "/closure/" + std::to_string(j) + "/loss");
+  }
 
   CostWalk walk(p, limits);
   auto check_entries = [&](const std::string& path) {

@@ -74,9 +74,18 @@ DriverOutcome parse_driver_answer(const std::string& line, const std::string& id
         continue;
       if (known_only.is_null()) known_only = *trace;
       auto drop = [&](nlohmann::ordered_json& record) {
-        if (!record.is_object() || !record.contains("params") || !record["params"].is_object()) return;
-        for (auto it = record["params"].begin(); it != record["params"].end(); ++it)
-          if (it->is_object()) it->erase(key);
+        if (!record.is_object()) return;
+        if (record.contains("params") && record["params"].is_object())
+          for (auto it = record["params"].begin(); it != record["params"].end(); ++it)
+            if (it->is_object()) it->erase(key);
+        // A step's closure calls hold records too (SEMANTICS §17.3); they do not nest.
+        if (record.contains("calls") && record["calls"].is_array())
+          for (auto& call : record["calls"])
+            if (call.is_array())
+              for (auto& sub : call)
+                if (sub.is_object() && sub.contains("params") && sub["params"].is_object())
+                  for (auto it = sub["params"].begin(); it != sub["params"].end(); ++it)
+                    if (it->is_object()) it->erase(key);
       };
       if (known_only.is_object()) {
         if (known_only.contains("init")) drop(known_only["init"]);

@@ -133,7 +133,7 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
       if (n > 1) tags.insert("weight_tying");
   };
   if (program.loss) scan_loss(*program.loss);
-  for (const Action& a : program.actions)
+  for (const Action& a : actions_as_run(program))  // a closure's forwards too (SEMANTICS §17)
     if (a.kind == ActionKind::Forward && a.loss) scan_loss(*a.loss);
 
   // The optimizer and every set of options it sees: the defaults and groups' options resolved (AdamW decays unless
