@@ -5,6 +5,7 @@
 #include "conformance/program/pytorch_version.h"
 #include "conformance/program/data_dir.h"
 
+#include <functional>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -150,26 +151,34 @@ const std::vector<std::pair<std::string, std::string>>& record_situations() {
 }
 
 std::optional<size_t> first_action_in_situation(const Program& program, const std::string& name) {
+  // A step's closure actions run before its update (SEMANTICS §17.1): a situation found among them is the step's.
+  auto first_index = [&](const std::function<bool(const Action&)>& reaches) -> std::optional<size_t> {
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      if (program.actions[i].closure)
+        for (const Action& c : *program.actions[i].closure)
+          if (reaches(c)) return i;
+      if (reaches(program.actions[i])) return i;
+    }
+    return std::nullopt;
+  };
   if (name == "repeated_backward") {
     bool held = false, backpropagated = false;
-    for (size_t i = 0; i < program.actions.size(); ++i) {
-      const Action& a = program.actions[i];
+    return first_index([&](const Action& a) {
       if (a.kind == ActionKind::Forward) {
         held = !a.no_grad;  // a no_grad output cannot be backpropagated (no_grad_fn): never "already" either
         backpropagated = false;
       } else if (a.kind == ActionKind::Backward && held) {
-        if (backpropagated) return i;
+        if (backpropagated) return true;
         backpropagated = true;
       }
-    }
-    return std::nullopt;
+      return false;
+    });
   }
   if (name == "step_without_grad") {
     if (!program.optimizer) return std::nullopt;
     std::set<std::string> grouped, defined, held;
     for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
-    for (size_t i = 0; i < program.actions.size(); ++i) {
-      const Action& a = program.actions[i];
+    return first_index([&](const Action& a) {
       switch (a.kind) {
         case ActionKind::Forward: {
           held.clear();
@@ -194,13 +203,13 @@ std::optional<size_t> first_action_in_situation(const Program& program, const st
           break;
         case ActionKind::Step:
           for (const std::string& p : grouped)
-            if (!defined.count(p)) return i;
+            if (!defined.count(p)) return true;
           break;
         default:
           break;
       }
-    }
-    return std::nullopt;
+      return false;
+    });
   }
   return std::nullopt;
 }

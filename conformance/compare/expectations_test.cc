@@ -333,6 +333,13 @@ TEST(Expectations, RecordSituationsFromTheProgram) {
   no_grad.no_grad = true;
   Program t = two_params({no_grad, act(K::Backward), act(K::Step)});  // a no_grad forward reaches nothing
   EXPECT_EQ(first_action_in_situation(t, "step_without_grad"), 2u);
+
+  // A step's closure runs before its update (SEMANTICS §17.1): its backward gives grads, its situations are the step's.
+  Action closure_step = act(K::Step);
+  closure_step.closure = std::vector<Action>{both, act(K::Backward)};
+  EXPECT_EQ(first_action_in_situation(two_params({closure_step}), "step_without_grad"), std::nullopt);
+  closure_step.closure = std::vector<Action>{both, act(K::Backward), act(K::Backward)};
+  EXPECT_EQ(first_action_in_situation(two_params({act(K::Forward), closure_step}), "repeated_backward"), 1u);
 }
 
 TEST(Expectations, FromMasksOnlyTheSituationsRecordAndLaterOnes) {

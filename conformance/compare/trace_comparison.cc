@@ -239,7 +239,7 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   const Action& action = program_.actions.at(index);
   if (action.closure) {  // SEMANTICS §17.3: the calls first, then the step's own record after the last of them
     std::vector<Difference> d = compare_calls(index, action, expected, actual, stats);
-    if (!d.empty()) return d;
+    if (!d.empty() || !ended_at_singularity_.empty()) return d;
   } else if (!expected.calls.empty() || !actual.calls.empty() || expected.returned || actual.returned) {
     // Only a step with a closure calls one and returns a value (§17.1: step() returns an undefined tensor).
     const bool calls = !expected.calls.empty() || !actual.calls.empty();
@@ -332,13 +332,15 @@ std::vector<Difference> TraceComparison::compare_calls(size_t index, const Actio
     const std::vector<Record>& e = expected.calls[k].records;
     const std::vector<Record>& a = actual.calls[k].records;
     const std::string call = "call " + std::to_string(k + 1);
-    for (size_t j = 0; j < std::min(e.size(), a.size()) && j < closure.size(); ++j) {
+    // A call runs the closure's actions, at most all of them (a failed one is its last).
+    if (e.size() != a.size() || e.size() > closure.size())
+      return {structure(call + ": closure actions run", std::to_string(e.size()), std::to_string(a.size()))};
+    for (size_t j = 0; j < e.size(); ++j) {
       const std::string where = call + ", " + action_name(closure[j].kind) + " (closure action " + std::to_string(j) + "): ";
       std::vector<Difference> d = compare_one(index, closure[j], where, e[j], a[j], stats);
       if (!d.empty()) return d;
+      if (!ended_at_singularity_.empty()) return {};  // every later record follows from it: the comparison ends (§9.2)
     }
-    if (e.size() != a.size())
-      return {structure(call + ": closure actions run", std::to_string(e.size()), std::to_string(a.size()))};
   }
   // The number of calls is structure (§17.3), reported where one side stopped calling.
   if (expected.calls.size() != actual.calls.size())

@@ -1078,8 +1078,12 @@ rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
   // One program in 8 has its first step take a closure (SEMANTICS §17), unless the scope leaves closures out.
   const bool closure = mix(mix(seed_, i), 0xC105u) % 8 == 0 &&
                        (!options_.scope || options_.scope->excluded({"closure"}) == nullptr);
-  if (closure) return rc::shrinkable::map(at_unfolded(i), fold_into_closure);
-  return at_unfolded(i);
+  if (!closure) return at_unfolded(i);
+  // The folded program stays within the scope as a whole (an exclusion may name closure with other features).
+  return rc::shrinkable::map(at_unfolded(i), [scope = options_.scope](const Program& p) {
+    Program folded = fold_into_closure(p);
+    return scope && scope->excluded(program_features(folded)) ? p : folded;
+  });
 }
 
 rc::Shrinkable<Program> RandomPrograms::at_unfolded(uint64_t i) const {

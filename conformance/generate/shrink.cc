@@ -711,11 +711,12 @@ int64_t count_const_elements(const ExprPtr& e) {
 
 ProgramSize program_size(const Program& program) {
   ProgramSize s;
-  s.actions = static_cast<int>(program.actions.size());
+  const std::vector<Action> actions = actions_as_run(program);  // a step's closure actions count too (SEMANTICS §17)
+  s.actions = static_cast<int>(actions.size());
   s.params = static_cast<int>(program.params.size());
   s.expr_nodes = count_nodes(program.loss);
   s.elements = count_const_elements(program.loss);
-  for (const auto& a : program.actions) {
+  for (const auto& a : actions) {
     s.expr_nodes += count_nodes(a.loss);
     s.elements += count_const_elements(a.loss);
   }

@@ -320,6 +320,7 @@ def unsupported_reason(program, caps):
             return "special_values"
     losses = [program["loss"]] if "loss" in program else []
     losses += [a["loss"] for a in program["actions"] if "loss" in a]
+    losses += [c["loss"] for a in program["actions"] for c in a.get("closure", []) if "loss" in c]  # SEMANTICS §17
     for loss in losses:
         for e in _walk(loss):
             if e["op"] in OPS and e["op"] not in caps["ops"]:
