@@ -17,6 +17,7 @@
 #include "impl/adam.h"
 #include "impl/adamw.h"
 #include "impl/autograd.h"
+#include "impl/lbfgs.h"
 #include "impl/ops.h"
 #include "impl/optimizer.h"
 #include "impl/rmsprop.h"
@@ -119,6 +120,16 @@ void apply(impl::AdagradOptions& to, const OptimizerOptions& o) {
   if (o.eps) to.eps = *o.eps;
 }
 
+// SEM-16.1: the counts are whole numbers (validated by the program model).
+void apply(impl::LBFGSOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr = *o.lr;
+  if (o.max_iter) to.max_iter = static_cast<int64_t>(*o.max_iter);
+  if (o.max_eval) to.max_eval = static_cast<int64_t>(*o.max_eval);
+  if (o.tolerance_grad) to.tolerance_grad = *o.tolerance_grad;
+  if (o.tolerance_change) to.tolerance_change = *o.tolerance_change;
+  if (o.history_size) to.history_size = static_cast<int64_t>(*o.history_size);
+}
+
 // impl's option type of `kind` with its defaults, the given fields set (1.13 rule, SEM-7.1).
 template <class Options>
 std::unique_ptr<impl::OptionsBase> options_of(const OptimizerOptions& o) {
@@ -149,6 +160,7 @@ std::unique_ptr<impl::OptionsBase> make_options(OptimizerKind kind, const Optimi
     case OptimizerKind::AdamW: return options_of<impl::AdamWOptions>(o);
     case OptimizerKind::RMSprop: return options_of<impl::RMSpropOptions>(o);
     case OptimizerKind::Adagrad: return options_of<impl::AdagradOptions>(o);
+    case OptimizerKind::LBFGS: return options_of<impl::LBFGSOptions>(o);
   }
   throw EngineError(error_kind::kOther, "unknown optimizer kind");
 }
@@ -194,6 +206,16 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
       o.eps = a.eps;
       break;
     }
+    case OptimizerKind::LBFGS: {
+      const auto& l = static_cast<const impl::LBFGSOptions&>(options);
+      o.lr = l.lr;
+      o.max_iter = static_cast<double>(l.max_iter);
+      if (l.max_eval) o.max_eval = static_cast<double>(*l.max_eval);
+      o.tolerance_grad = l.tolerance_grad;
+      o.tolerance_change = l.tolerance_change;
+      o.history_size = static_cast<double>(l.history_size);
+      break;
+    }
   }
   return o;
 }
@@ -211,6 +233,7 @@ struct ImplEngine::StateView {
   bool exists = false;
   const int64_t* step = nullptr;
   std::vector<std::pair<const char*, const impl::Tensor*>> tensors;
+  const impl::LBFGSState* lbfgs = nullptr;  // SEM-16.2: its counts
 };
 
 ImplVersion oracle_build_version() {
@@ -261,6 +284,8 @@ std::unique_ptr<impl::Optimizer> ImplEngine::construct_optimizer(OptimizerKind k
       return std::make_unique<impl::RMSprop>(std::move(groups), static_cast<const impl::RMSpropOptions&>(defaults));
     case OptimizerKind::Adagrad:
       return std::make_unique<impl::Adagrad>(std::move(groups), static_cast<const impl::AdagradOptions&>(defaults));
+    case OptimizerKind::LBFGS:
+      return std::make_unique<impl::LBFGS>(std::move(groups), static_cast<const impl::LBFGSOptions&>(defaults));
   }
   throw EngineError(error_kind::kOther, "unknown optimizer kind");
 }
@@ -343,6 +368,7 @@ void ImplEngine::set_group_options(int group, const OptimizerOptions& changes) {
       case OptimizerKind::AdamW: apply(static_cast<impl::AdamWOptions&>(options), changes); break;
       case OptimizerKind::RMSprop: apply(static_cast<impl::RMSpropOptions&>(options), changes); break;
       case OptimizerKind::Adagrad: apply(static_cast<impl::AdagradOptions&>(options), changes); break;
+      case OptimizerKind::LBFGS: apply(static_cast<impl::LBFGSOptions&>(options), changes); break;
     }
   });
 }
@@ -516,6 +542,8 @@ ImplEngine::StateView ImplEngine::state_view(const impl::Tensor& p) const {
   } else if (auto* t = state_as<impl::AdagradParamState>(s)) {
     v.step = &t->step;
     v.tensors = {{"sum", &t->sum}};
+  } else if (auto* t = state_as<impl::LBFGSState>(s)) {
+    v.lbfgs = t;
   }
   return v;
 }
@@ -533,6 +561,10 @@ OptimizerStateObservation ImplEngine::observe_state(const impl::Tensor& p) const
   const StateView v = state_view(p);
   o.exists = v.exists;
   if (v.step) o.step = *v.step;
+  if (v.lbfgs) {
+    o.func_evals = v.lbfgs->func_evals;
+    o.n_iter = v.lbfgs->n_iter;
+  }
   for (const auto& [name, tensor] : v.tensors) o.*field_of(name) = optional_value(*tensor);
   return o;
 }

@@ -108,6 +108,10 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
       }
       // The two loops: q from the newest pair to the oldest, then r back from the oldest to the newest.
       const size_t pairs = st.old_dirs.size();
+      if (!st.capacity) st.capacity = o.history_size;
+      if (static_cast<int64_t>(pairs) > *st.capacity)  // black-box: LibTorch's range check (SEM-16.1)
+        throw Error(ErrorKind::Other, "vector::_M_range_check: __n (which is " + std::to_string(*st.capacity) +
+                                          ") >= this->size() (which is " + std::to_string(*st.capacity) + ")");
       std::vector<T> al(pairs);
       Vec q(g.size());
       for (size_t i = 0; i < g.size(); ++i) q[i] = -g[i];                          // q = -g

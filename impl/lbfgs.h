@@ -64,6 +64,9 @@ struct LBFGSState : ParamState {
   double H_diag = 1;
   std::deque<std::vector<double>> old_dirs, old_stps;  // y and s of the kept curvature pairs, oldest first
   std::deque<double> ro;                               // 1 / (y · s) of each
+  // The history's capacity: history_size as it was at the history's first use (the second iteration). A history
+  // that later holds more pairs (history_size changed since) fails the step (SEM-16.1).
+  std::optional<int64_t> capacity;
 };
 
 class LBFGS : public Optimizer {

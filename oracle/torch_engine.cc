@@ -7,6 +7,7 @@
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/lbfgs.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 #include <torch/version.h>
@@ -163,6 +164,16 @@ void apply(torch::optim::AdagradOptions& to, const OptimizerOptions& o) {
   if (o.eps) to.eps(*o.eps);
 }
 
+// SEM-16.1: the counts are whole numbers (validated by the program model).
+void apply(torch::optim::LBFGSOptions& to, const OptimizerOptions& o) {
+  if (o.lr) to.lr(*o.lr);
+  if (o.max_iter) to.max_iter(static_cast<int64_t>(*o.max_iter));
+  if (o.max_eval) to.max_eval(static_cast<int64_t>(*o.max_eval));
+  if (o.tolerance_grad) to.tolerance_grad(*o.tolerance_grad);
+  if (o.tolerance_change) to.tolerance_change(*o.tolerance_change);
+  if (o.history_size) to.history_size(static_cast<int64_t>(*o.history_size));
+}
+
 template <class Options>
 std::unique_ptr<torch::optim::OptimizerOptions> options_of(const OptimizerOptions& o) {
   auto options = std::make_unique<Options>();
@@ -202,6 +213,7 @@ std::unique_ptr<torch::optim::OptimizerOptions> make_options(OptimizerKind kind,
     case OptimizerKind::AdamW: return options_of<torch::optim::AdamWOptions>(o);
     case OptimizerKind::RMSprop: return options_of<torch::optim::RMSpropOptions>(o);
     case OptimizerKind::Adagrad: return options_of<torch::optim::AdagradOptions>(o);
+    case OptimizerKind::LBFGS: return options_of<torch::optim::LBFGSOptions>(o);
   }
   throw EngineError(error_kind::kOther, "unknown optimizer kind");
 }
@@ -223,6 +235,14 @@ OptimizerOptions observe_options(OptimizerKind kind, const torch::optim::Optimiz
     o.weight_decay = a.weight_decay();
     o.initial_accumulator_value = a.initial_accumulator_value();
     o.eps = a.eps();
+  } else if (kind == OptimizerKind::LBFGS) {
+    const auto& l = static_cast<const torch::optim::LBFGSOptions&>(options);
+    o.lr = l.lr();
+    o.max_iter = static_cast<double>(l.max_iter());
+    if (const auto max_eval = l.max_eval()) o.max_eval = static_cast<double>(*max_eval);
+    o.tolerance_grad = l.tolerance_grad();
+    o.tolerance_change = l.tolerance_change();
+    o.history_size = static_cast<double>(l.history_size());
   } else if (kind == OptimizerKind::SGD) {
     const auto& s = static_cast<const torch::optim::SGDOptions&>(options);
     o.lr = s.lr();
@@ -316,6 +336,9 @@ class TorchEngine : public Engine {
           break;
         case OptimizerKind::Adagrad:
           optimizer = optimizer_of<torch::optim::Adagrad, torch::optim::AdagradOptions>(std::move(groups), spec.defaults);
+          break;
+        case OptimizerKind::LBFGS:
+          optimizer = optimizer_of<torch::optim::LBFGS, torch::optim::LBFGSOptions>(std::move(groups), spec.defaults);
           break;
       }
       optimizer_ = std::move(optimizer);
@@ -428,6 +451,7 @@ class TorchEngine : public Engine {
         case OptimizerKind::AdamW: apply(static_cast<torch::optim::AdamWOptions&>(options), changes); break;
         case OptimizerKind::RMSprop: apply(static_cast<torch::optim::RMSpropOptions&>(options), changes); break;
         case OptimizerKind::Adagrad: apply(static_cast<torch::optim::AdagradOptions&>(options), changes); break;
+        case OptimizerKind::LBFGS: apply(static_cast<torch::optim::LBFGSOptions&>(options), changes); break;
       }
     });
   }
@@ -611,6 +635,12 @@ class TorchEngine : public Engine {
         const auto& s = static_cast<const torch::optim::AdagradParamState&>(*it->second);
         o.step = s.step();
         o.sum = tensor(s.sum());
+        break;
+      }
+      case OptimizerKind::LBFGS: {  // SEM-16.2: once, under the first parameter
+        const auto& s = static_cast<const torch::optim::LBFGSParamState&>(*it->second);
+        o.func_evals = s.func_evals();
+        o.n_iter = s.n_iter();
         break;
       }
     }

@@ -469,7 +469,7 @@ class Comparer {
       s.gradient_sq[i] = s.gradient[i] * s.gradient[i];
     }
     StepScaleOutputs out;
-    description.step_scales(StepScaleInputs{groups.front(), groups, *before, p, s.gradient}, out);
+    if (description.step_scales) description.step_scales(StepScaleInputs{groups.front(), groups, *before, p, s.gradient}, out);
     if (out.update.size() == n) s.update = std::move(out.update);
     for (auto& [field, scale] : out.state)
       if (scale.size() == n) s.state[field] = std::move(scale);
@@ -546,10 +546,23 @@ class Comparer {
     // Optimizer state (SEMANTICS §5.3, §6.2).
     const OptimizerStateObservation& es = e.state;
     const OptimizerStateObservation& as = a.state;
+    std::vector<double> moved_scale;  // an L-BFGS move's (CompareContext::moved): the bound at k ULPs
+    if (ctx_.moved) {
+      auto it = ctx_.moved->find(n);
+      if (it != ctx_.moved->end() && it->second.magnitude.size() == e.value.data.size() &&
+          it->second.bound.size() == e.value.data.size()) {
+        const double per_ulp = k_for(Quantity::Param) * (e.value.dtype == DType::Float32 ? std::ldexp(1.0, -24)
+                                                                                          : std::ldexp(1.0, -53));
+        moved_scale.resize(e.value.data.size());
+        for (size_t i = 0; i < moved_scale.size(); ++i)
+          moved_scale[i] = std::max(it->second.magnitude[i], it->second.bound[i] / per_ulp);
+      }
+    }
+    const std::vector<double>* value_scale =
+        !moved_scale.empty() ? &moved_scale : step.update.empty() ? nullptr : &step.update;
     auto compare_value = [&] {
       compare_tensor(n + " → value", Quantity::Param, e.value, a.value, before ? &before->value : nullptr,
-                     actual_before ? &actual_before->value : nullptr, step.update.empty() ? nullptr : &step.update,
-                     k_for(Quantity::Param));
+                     actual_before ? &actual_before->value : nullptr, value_scale, k_for(Quantity::Param));
     };
     if (es.exists != as.exists) {
       structure(n + " → state.exists", bool_text(es.exists), bool_text(as.exists));
@@ -559,6 +572,10 @@ class Comparer {
     if (es.step != as.step)
       structure(n + " → state.step", es.step ? std::to_string(*es.step) : "unset",
                 as.step ? std::to_string(*as.step) : "unset");
+    for (const StateCountDescription& c : all_state_counts())  // L-BFGS's func_evals, n_iter (SEM-16.2)
+      if (es.*c.field != as.*c.field)
+        structure(n + " → state." + c.name, (es.*c.field) ? std::to_string(*(es.*c.field)) : "unset",
+                  (as.*c.field) ? std::to_string(*(as.*c.field)) : "unset");
     const OptimizerStateObservation* ps = before ? &before->state : nullptr;
     const OptimizerStateObservation* aps = actual_before ? &actual_before->state : nullptr;
     const std::vector<double>* g = step.gradient.empty() ? nullptr : &step.gradient;

@@ -90,6 +90,13 @@ struct CompareContext {
   const Record* actual_previous = nullptr;
   // The deviation the action may carry from its inputs (error_budget.h); null or empty in lockstep mode.
   const ErrorBudget* budget = nullptr;
+  // Parameters an L-BFGS step moved before this record (between two closure calls, or after the last, SEMANTICS
+  // §16.3): per element the move's magnitude and a bound on the rounding of both sides' arithmetic behind it
+  // (ClosureStepModel, optimizer_descriptions.h), the value's scale.
+  struct Moved {
+    std::vector<double> magnitude, bound;
+  };
+  const std::map<std::string, Moved>* moved = nullptr;
   // Step only: the parameters the step updates more than once, with the magnitudes they take on the way.
   const std::map<std::string, RepeatedUpdate>* repeated_update_peaks = nullptr;
   // When given, receives per optional field (optional_fields.h) how many observations were compared and how

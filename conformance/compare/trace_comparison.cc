@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "conformance/compare/error_budget.h"
@@ -181,7 +182,8 @@ std::vector<Difference> TraceComparison::compare_init(Record expected, Record ac
 
 void TraceComparison::resynchronised() {
   actual_previous_.state = expected_previous_.state;
-  if (held_) held_->actual_state = held_->expected_state;
+  // The held forward's graph keeps what each side saved from its own inputs: a re-synchronisation overwrites numbers,
+  // not saved tensors (they differ where the forward ran inside an L-BFGS step after a move, SEMANTICS §16.3).
   synchronised_ = true;
 }
 
@@ -266,7 +268,9 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       // A forward that failed leaves the previous output held.
       const Expr* loss = action.loss ? action.loss.get() : program_.loss.get();
       if (loss && !expected.error) {
-        held_ = HeldForward{loss, expected_previous_.state, actual_previous_.state};
+        // The parameters the forward read: as its own record shows them (the same as before it, except where a step's
+        // move came between, as before the first action of an L-BFGS closure call, SEMANTICS §16.3).
+        held_ = HeldForward{loss, expected.state, actual.state};
         ctx.scales = operand_scales(*loss, held_->expected_state, nullptr);
         if (carry) budget = forward_budget(*loss, held_->expected_state, held_->actual_state);
       }
@@ -276,7 +280,14 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       if (held_) {
         const std::vector<double>* gradient = action.gradient ? &*action.gradient : nullptr;
         ctx.scales = operand_scales(*held_->loss, held_->expected_state, gradient);
-        if (carry)
+        // A graph saved at unequal inputs carries their deviation even after a re-synchronisation (a retained graph of
+        // an L-BFGS closure call after a move, SEMANTICS §16.3).
+        bool inputs_differ = false;
+        for (const ParamObservation& p : held_->expected_state.params) {
+          const ParamObservation* q = held_->actual_state.param(p.name);
+          inputs_differ = inputs_differ || !q || !(q->value == p.value);
+        }
+        if (carry || inputs_differ)
           budget = backward_budget(*held_->loss, held_->expected_state, held_->actual_state, gradient,
                                    expected_previous_, actual_previous_, handle_param_);
       }
@@ -286,7 +297,9 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       if (carry) budget = hold_grad_budget(action.handle, action.param, expected, actual);
       break;
     case ActionKind::Step:
-      if (program_.optimizer) {
+      if (program_.optimizer && describe(program_.optimizer->kind).closure_step_model) {
+        // L-BFGS: the step's moves, followed between its calls (compare_calls); the last one shows here.
+      } else if (program_.optimizer) {
         repeated = repeated_updates(program_.optimizer->kind, expected_previous_, expected.state.groups);
         if (!repeated.empty()) ctx.repeated_update_peaks = &repeated;
         if (carry) {
@@ -297,6 +310,12 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       break;
     default:
       break;
+  }
+  std::map<std::string, CompareContext::Moved> moved;
+  if (pending_moves_) {
+    moves_budget(budget, moved);
+    pending_moves_.reset();
+    ctx.moved = &moved;
   }
   ctx.handle_param = handle_param_;
   if (!budget.empty()) ctx.budget = &budget;
@@ -328,6 +347,22 @@ std::vector<Difference> TraceComparison::compare_calls(size_t index, const Actio
                                                        const Record& actual, ErrorStats* stats) {
   const std::vector<Action>& closure = *action.closure;
   const size_t calls = std::min(expected.calls.size(), actual.calls.size());
+  pending_moves_.reset();
+  const OptimizerDescription* moving = nullptr;
+  if (program_.optimizer && describe(program_.optimizer->kind).closure_step_model) {
+    moving = &describe(program_.optimizer->kind);
+    if (!expected_model_) {
+      expected_model_ = moving->closure_step_model();
+      actual_model_ = moving->closure_step_model();
+    }
+    // Each side with its one group's options as it reports them (compared exactly).
+    auto options = [&](const Record& before) {
+      return before.state.groups.empty() ? resolved_options(moving->kind, program_.optimizer->defaults)
+                                         : resolved_options(moving->kind, before.state.groups.front().options);
+    };
+    expected_model_->begin_step(options(expected_previous_));
+    actual_model_->begin_step(options(actual_previous_));
+  }
   for (size_t k = 0; k < calls; ++k) {
     const std::vector<Record>& e = expected.calls[k].records;
     const std::vector<Record>& a = actual.calls[k].records;
@@ -341,6 +376,7 @@ std::vector<Difference> TraceComparison::compare_calls(size_t index, const Actio
       if (!d.empty()) return d;
       if (!ended_at_singularity_.empty()) return {};  // every later record follows from it: the comparison ends (§9.2)
     }
+    if (moving && !e.empty() && !a.empty() && !follow_call(index, k, e.back(), a.back())) return {};
   }
   // The number of calls is structure (§17.3), reported where one side stopped calling.
   if (expected.calls.size() != actual.calls.size())
@@ -354,6 +390,70 @@ std::vector<Difference> TraceComparison::compare_calls(size_t index, const Actio
   if (se && !(sa && (*sa == *se || same_tensor_seen_earlier(*se, *sa, actual))))
     return {structure("returned", source_text(se), source_text(sa))};
   return {};
+}
+
+// SEMANTICS §16.3, §16.4: the record after a move is judged at each side's own move in double (the budget's signed
+// shift between the sides' centres) within both sides' rounding bounds (the value's scale).
+void TraceComparison::moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved) const {
+  const PendingMoves& m = *pending_moves_;
+  for (const auto& [name, move_e] : m.expected.move) {
+    auto move_a = m.actual.move.find(name);
+    const ParamObservation* pe = expected_previous_.state.param(name);
+    const ParamObservation* pa = actual_previous_.state.param(name);
+    if (move_a == m.actual.move.end() || !pe || !pa) continue;
+    const size_t n = move_e.size();
+    if (move_a->second.size() != n || pe->value.data.size() != n || pa->value.data.size() != n) continue;
+    std::vector<double>& shift = budget.fields[name + " → value"];
+    CompareContext::Moved& scale = moved[name];
+    shift.assign(n, 0);
+    scale.magnitude.assign(n, 0);
+    scale.bound.assign(n, 0);
+    const std::vector<double>& error_e = m.expected.error.at(name);
+    const std::vector<double>& error_a = m.actual.error.at(name);
+    for (size_t i = 0; i < n; ++i) {
+      const double centre_e = pe->value.data[i] + move_e[i], centre_a = pa->value.data[i] + move_a->second[i];
+      const double d = centre_a - centre_e;
+      shift[i] = std::isfinite(d) ? d : 0;  // non-finite values are compared exactly (error_budget.h)
+      scale.magnitude[i] = std::isfinite(move_e[i]) ? std::fabs(move_e[i]) : 0;
+      const double bound = error_e[i] + error_a[i];
+      scale.bound[i] = std::isfinite(bound) ? bound : std::numeric_limits<double>::max();
+    }
+  }
+}
+
+bool TraceComparison::follow_call(size_t index, size_t k, const Record& expected_last, const Record& actual_last) {
+  // A failed call ends the step with its error (SEM-17.2); the models have made no move after it.
+  if (expected_last.error || actual_last.error) return true;
+  auto seen = [&](const Record& r) -> std::optional<ClosureCallSeen> {
+    ClosureCallSeen c;
+    if (r.state.groups.empty() || !r.state.output || r.state.output->value.data.size() != 1) return std::nullopt;
+    for (const std::string& name : r.state.groups.front().params) {
+      const ParamObservation* p = r.state.param(name);
+      if (!p) return std::nullopt;
+      c.params.push_back(p);
+    }
+    c.loss = r.state.output->value.data.front();
+    return c;
+  };
+  const std::optional<ClosureCallSeen> ce = seen(expected_last), ca = seen(actual_last);
+  if (!ce || !ca) return true;  // the step fails on both sides (a loss of more elements): compared as structure
+  const PlannedMove pe = expected_model_->after_call(*ce);
+  const PlannedMove pa = actual_model_->after_call(*ca);
+  const std::string why = !pe.undecided.empty()   ? "the oracle's " + pe.undecided
+                          : !pa.undecided.empty() ? "the implementation's " + pa.undecided
+                          : pe.decisions != pa.decisions ? "each side's own inputs decide differently"
+                                                         : "";
+  if (!why.empty()) {
+    // The sides may legitimately go different ways from here (SEM-16.4): the comparison ends, as a pass, listed.
+    Difference d = structure("closure calls", pe.decisions, pa.decisions);
+    d.path = "call " + std::to_string(k + 1) + ": L-BFGS decisions";
+    const std::string reason = "an L-BFGS decision within rounding (SEMANTICS §16.4): " + why;
+    ended_at_singularity_ = "action " + std::to_string(index) + " (step): " + d.path + ": " + reason;
+    masked_.push_back(MaskedDifference{index, "step", std::move(d), reason, true});
+    return false;
+  }
+  if (pe.moves && pa.moves) pending_moves_ = PendingMoves{pe, pa};
+  return true;
 }
 
 }  // namespace lockstep

@@ -20,12 +20,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "conformance/compare/comparator.h"
 #include "conformance/compare/expectations.h"
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program.h"
 #include "conformance/program/trace.h"
 
@@ -98,6 +100,17 @@ class TraceComparison {
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
   std::optional<HeldForward> held_;
+  // An optimizer whose step moves the parameters between closure calls (L-BFGS, SEMANTICS §16.3): a model of each
+  // side's step, fed with that side's observations (ClosureStepModel), and the moves the next record shows.
+  std::shared_ptr<ClosureStepModel> expected_model_, actual_model_;
+  struct PendingMoves {
+    PlannedMove expected, actual;
+  };
+  std::optional<PendingMoves> pending_moves_;
+  // The moves' budget and scales for the record compared now (compare_one).
+  void moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved) const;
+  // After call `k` of a step (its records compared): feeds both models; false where the comparison ends there.
+  bool follow_call(size_t index, size_t k, const Record& expected_last, const Record& actual_last);
   std::map<std::string, std::string> handle_param_;
 };
 

@@ -459,6 +459,8 @@ OptimizerSpec make_optimizer(Picker& pick, OptimizerKind kind, const std::vector
     return own_options();
   };
   size_t structure = pick.weighted({60, 16, 6, 5, 5, 3, 5});
+  // An optimizer of one group (L-BFGS, SEM-16.1): its parameters as a list, now and then (error cases) two groups.
+  if (describe(kind).one_group) structure = options.error_cases && pick.chance(5) ? 1 : 0;
   // Structures the scope excludes fall back to the plain one (SEM-7.1).
   if ((structure == 1 && !groups_ok) || (structure == 3 && !allowed(options, "duplicate_param_in_group")) ||
       (structure == 4 && (!groups_ok || !allowed(options, "param_in_two_groups"))) ||
@@ -510,6 +512,7 @@ OptimizerSpec make_optimizer(Picker& pick, OptimizerKind kind, const std::vector
       spec.groups.push_back({names, own_options()});
       break;
   }
+  if (describe(kind).fit_spec) describe(kind).fit_spec(spec);
   return spec;
 }
 
@@ -840,6 +843,25 @@ class ActionBuilder {
   void step() {
     Action s;
     s.kind = ActionKind::Step;
+    // An optimizer that needs a closure (L-BFGS, SEM-16.2) steps with the usual loop as one, now and then (error
+    // cases) without: the step then fails.
+    if (program_.optimizer && describe(program_.optimizer->kind).needs_closure &&
+        !(options_.error_cases && pick_.chance(4)) && allowed(options_, "closure")) {
+      std::vector<Action> closure;
+      if (pick_.chance(85)) {
+        Action z;
+        z.kind = ActionKind::ZeroGrad;
+        z.set_to_none = pick_.chance(50);
+        closure.push_back(z);
+      }
+      Action f = forward_action();
+      f.no_grad = false;
+      closure.push_back(std::move(f));
+      Action b = backward_action();
+      b.create_graph = false;
+      closure.push_back(std::move(b));
+      s.closure = std::move(closure);
+    }
     push(s);
   }
 
@@ -873,6 +895,8 @@ class ActionBuilder {
 
   void add_param_group() {
     if (program_.params.empty() || !program_.optimizer) return;  // validate(): needs an optimizer
+    // One group only (L-BFGS, SEM-16.1): a second makes every later step fail; now and then, in error cases.
+    if (describe(program_.optimizer->kind).one_group && !(options_.error_cases && pick_.chance(10))) return;
     Action a;
     a.kind = ActionKind::AddParamGroup;
     std::set<std::string> grouped;
@@ -960,7 +984,10 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   exprs.param_limit = static_cast<int>(program.params.size()) + (pick.chance(30) ? 1 : 0);
 
   if (options.optimizer || pick.chance(95)) {
-    const int kinds = static_cast<int>(optimizer_descriptions().size());
+    // The kinds drawn: those whose steps need no closure. L-BFGS is chosen per program (RandomPrograms::at), so that
+    // adding it left every other program of a seed as it was.
+    int kinds = 0;
+    for (const OptimizerDescription& d : optimizer_descriptions()) kinds += d.needs_closure ? 0 : 1;
     OptimizerKind kind = options.optimizer ? *options.optimizer
                                            : optimizer_descriptions()[pick.below(kinds)].kind;
     // The next kind the scope allows, with its lr where the lr has no default (SGD, SEM-5.1); none: no optimizer.
@@ -968,8 +995,10 @@ Program generate_program(Picker& pick, const GenOptions& options) {
       const bool lr_required = !describe(k).options.front().has_default;
       return allowed(options, optimizer_name(k)) && (!lr_required || allowed(options, std::string(optimizer_name(k)) + ".lr"));
     };
-    for (int i = 0; i < kinds && !kind_ok(kind); ++i)
-      kind = optimizer_descriptions()[(static_cast<int>(kind) + 1) % kinds].kind;
+    // Out of scope: the next kind the scope allows, L-BFGS among them (a run of --features lbfgs).
+    const int all = static_cast<int>(optimizer_descriptions().size());
+    for (int i = 0; i < all && !kind_ok(kind); ++i)
+      kind = optimizer_descriptions()[(static_cast<int>(kind) + 1) % all].kind;
     if (kind_ok(kind)) program.optimizer = make_optimizer(pick, kind, program.params, options);
   }
   // Parameters created by per-action losses below are in no group unless added later: a case in itself.
@@ -1088,6 +1117,11 @@ rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
 
 rc::Shrinkable<Program> RandomPrograms::at_unfolded(uint64_t i) const {
   GenOptions options = options_;
+  // One program in 16 is an L-BFGS program (SEMANTICS §16), where the run may choose the optimizer and the scope
+  // allows it: chosen by a hash, not a draw, so that every other program of a seed stays as it was.
+  if (!options.optimizer && mix(mix(seed_, i), 0x1BF65u) % 16 == 0 &&
+      (!options_.scope || options_.scope->excluded({"lbfgs", "closure"}) == nullptr))
+    options.optimizer = OptimizerKind::LBFGS;
   options.special_values = special_values_at(i);
   const rc::Gen<Program> gen = gen_program(options);
   if (!options_.scope) return gen(rc::Random(mix(seed_, i)), size_of(i));

@@ -6,6 +6,7 @@
 #include "conformance/program/optimizer_descriptions.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -352,8 +353,9 @@ bool repair_program(Program& program) {
     for (auto& g : program.optimizer->groups) keep_known(g.params, program);
   }
   std::optional<TypedShape> output;
-  std::vector<Action> kept;
-  for (Action a : program.actions) {
+  // One action, in order; a step's closure actions too (they run inside the step and hold the output after it,
+  // SEMANTICS §17).
+  std::function<bool(Action&)> repair_action = [&](Action& a) {
     bool keep = true;
     switch (a.kind) {
       case ActionKind::Forward:
@@ -389,11 +391,22 @@ bool repair_program(Program& program) {
         keep = program.optimizer.has_value();
         keep_known(a.new_group.params, program);
         break;
+      case ActionKind::Step:
+        if (a.closure) {
+          std::vector<Action> closure;
+          for (Action c : *a.closure)
+            if (repair_action(c)) closure.push_back(std::move(c));
+          *a.closure = std::move(closure);
+        }
+        break;
       default:
         break;
     }
-    if (keep) kept.push_back(std::move(a));
-  }
+    return keep;
+  };
+  std::vector<Action> kept;
+  for (Action a : program.actions)
+    if (repair_action(a)) kept.push_back(std::move(a));
   program.actions = std::move(kept);
   return true;
 }

@@ -126,7 +126,7 @@ TEST(NarrowScope, FeaturesKeepOnlyTheListedNamesOfTheirCategories) {
   ASSERT_NE(scope.why_not("float64"), nullptr);
   EXPECT_EQ(scope.why_not("float64")->source, "flag");
   EXPECT_NE(scope.why_not("float64")->reason.find("--features"), std::string::npos) << scope.why_not("float64")->reason;
-  EXPECT_EQ(scope.exclusions().size(), 4u);  // float64, adamw, rmsprop and adagrad, one each
+  EXPECT_EQ(scope.exclusions().size(), 5u);  // float64, adamw, rmsprop, adagrad and lbfgs, one each
   for (const FeatureExclusion& x : scope.exclusions()) EXPECT_EQ(x.when.size(), 1u);
 }
 

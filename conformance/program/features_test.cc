@@ -112,8 +112,8 @@ TEST(Features, VocabularyIsComplete) {
   }
   EXPECT_EQ(per_category.size(), 6u);
   EXPECT_EQ(per_category["dtype"], 2);
-  EXPECT_EQ(per_category["optimizer"], 5);
-  EXPECT_EQ(per_category["option"], 26);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5
+  EXPECT_EQ(per_category["optimizer"], 6);
+  EXPECT_EQ(per_category["option"], 32);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5, L-BFGS 6
   EXPECT_EQ(per_category["feature"], 15);  // closure came with SEMANTICS §17
   EXPECT_EQ(per_category["situation"], 8);
   // Every op but param and const (program.h).

@@ -23,7 +23,7 @@ bool same_number(double a, double b) {
 const std::vector<OptimizerDescription>& optimizer_descriptions() {
   static const std::vector<OptimizerDescription> all = {sgd_description(), adam_description(),
                                                         adamw_description(), rmsprop_description(),
-                                                        adagrad_description()};
+                                                        adagrad_description(), lbfgs_description()};
   return all;
 }
 
@@ -91,6 +91,20 @@ const std::vector<StateTensorDescription>& all_state_tensors() {
   return tensors;
 }
 
+const std::vector<StateCountDescription>& all_state_counts() {
+  static const std::vector<StateCountDescription> counts = [] {
+    std::vector<StateCountDescription> out;
+    for (const OptimizerDescription& d : optimizer_descriptions())
+      for (const StateCountDescription& c : d.state_counts) {
+        bool seen = false;
+        for (const StateCountDescription& o : out) seen = seen || std::string(o.name) == c.name;
+        if (!seen) out.push_back(c);
+      }
+    return out;
+  }();
+  return counts;
+}
+
 bool is_set(const OptionDescription& d, const OptimizerOptions& o) {
   switch (d.type) {
     case OptionType::Number: return (o.*d.number).has_value();
@@ -118,7 +132,7 @@ void copy_if_set(const OptionDescription& d, const OptimizerOptions& from, Optim
 }
 
 void set_default(const OptionDescription& d, OptimizerOptions& o) {
-  if (!d.has_default) return;
+  if (!d.has_default || d.default_computed) return;
   switch (d.type) {
     case OptionType::Number: o.*d.number = d.default_number; break;
     case OptionType::Flag: o.*d.flag = d.default_flag; break;
@@ -127,7 +141,7 @@ void set_default(const OptionDescription& d, OptimizerOptions& o) {
 }
 
 bool is_default(const OptionDescription& d, const OptimizerOptions& o) {
-  if (!d.has_default || !is_set(d, o)) return false;
+  if (!d.has_default || d.default_computed || !is_set(d, o)) return false;
   switch (d.type) {
     case OptionType::Number: return same_number(*(o.*d.number), d.default_number);
     case OptionType::Flag: return *(o.*d.flag) == d.default_flag;

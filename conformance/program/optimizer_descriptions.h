@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,8 +38,13 @@ struct OptionDescription {
   std::optional<double> OptimizerOptions::*number = nullptr;
   std::optional<bool> OptimizerOptions::*flag = nullptr;
   std::optional<std::pair<double, double>> OptimizerOptions::*pair = nullptr;
+  // A whole number (L-BFGS's max_iter): read and written as a JSON integer, validated as one.
+  bool integer = false;
   // The option type's default. Without one (SGD's lr) a full set of options must give it.
   bool has_default = true;
+  // The default is no value: the constructor computes one (L-BFGS's max_eval, SEM-16.1). Resolved options leave it
+  // unset.
+  bool default_computed = false;
   double default_number = 0;
   bool default_flag = false;
   std::pair<double, double> default_pair{0, 0};
@@ -62,6 +68,12 @@ struct StateTensorDescription {
   const char* name = "";
   std::optional<TensorValue> OptimizerStateObservation::*field = nullptr;
   StateScale scale = StateScale::Own;
+};
+
+// A count the state keeps besides `step` (L-BFGS's func_evals): an integer, compared exactly.
+struct StateCountDescription {
+  const char* name = "";
+  std::optional<int64_t> OptimizerStateObservation::*field = nullptr;
 };
 
 // Tolerance: what one step of one parameter combined, per element (tolerance.h). The comparator supplies the
@@ -104,6 +116,36 @@ struct StepFormulaVariant {
   std::optional<double> (*value)(const StepFormulaInputs& in) = nullptr;  // nullopt: not applicable there
 };
 
+// An optimizer whose step calls its closure more than once and moves the parameters between the calls (L-BFGS,
+// SEMANTICS §16.3). The comparison (trace_comparison.cc) keeps one model per side, fed with that side's own
+// observations only, and judges each move the side made against it: the move in double at that side's inputs (the
+// error budget's centre) and a bound on the rounding that side's own arithmetic may add to it (the tolerance's scale).
+struct ClosureCallSeen {
+  // The optimizer's parameters in its one group's order, as they were after the call (values, grads).
+  std::vector<const ParamObservation*> params;
+  double loss = 0;  // what the call returned, as a number
+};
+struct PlannedMove {
+  bool moves = false;  // false: the step ends without another move
+  bool calls_again = false;  // after the move, the closure is called again
+  // Per parameter name, per element: the signed move in double, and a bound on the side's rounding of p + move.
+  std::map<std::string, std::vector<double>> move, error;
+  // Non-empty where one of the step's decisions rested within that bound ("y · s = 1.2e-10 ± 3e-10 against 1e-10"):
+  // the sides may legitimately go different ways from there (SEMANTICS §16.4).
+  std::string undecided;
+  // The decisions taken, in order ("descent", "pair kept", ...): where the sides' models agree on every decision, the
+  // sides' structure (their calls) must agree too.
+  std::string decisions;
+};
+class ClosureStepModel {
+ public:
+  virtual ~ClosureStepModel() = default;
+  // A step begins, with the optimizer's one group's options as the side reported them (resolved).
+  virtual void begin_step(const OptimizerOptions& options) = 0;
+  // The step's closure returned (call 1, 2, ...): what the step does next.
+  virtual PlannedMove after_call(const ClosureCallSeen& call) = 0;
+};
+
 // The random draws a description's generator hooks make (generate/gen_program.cc supplies them from its RapidCheck
 // stream; the order of draws is part of a seed's programs, so a hook draws exactly as it always has).
 class OptionDraws {
@@ -127,12 +169,20 @@ struct OptimizerDescription {
   std::vector<OptionDescription> options;  // lr first
   bool counts_steps = false;               // state.step (TorchEngine.DescriptionsMatchTheOracle checks the flags)
   std::vector<StateTensorDescription> state;
+  std::vector<StateCountDescription> state_counts;
   bool state_from_construction = false;    // Adagrad: every parameter given to the constructor has state
   bool decoupled_weight_decay = false;     // AdamW: weight decay scales p; there is no L2 term in g
   // Whether a step bumps the parameters' version, so that a retained graph that saved one fails to
   // backpropagate after it (inplace_modified; SGD's does not, it updates p.data()).
   bool step_bumps_version = true;
   std::vector<double> lr_values;           // the generator's learning rates
+  // Options a program may not give although the framework takes them, because the oracle would crash or run without
+  // bound (L-BFGS's history_size 0 crashes LibTorch 1.13, SEM-16.1): {the option's name, why}. Null: none.
+  std::optional<std::pair<std::string, std::string>> (*program_refuses)(const OptimizerOptions& given) = nullptr;
+  // The same for a whole optimizer: {the JSON pointer below /optimizer, why}. Null: none. And the generator's repair of
+  // a spec it drew into one the program model accepts (null: nothing to repair).
+  std::optional<std::pair<std::string, std::string>> (*spec_refuses)(const OptimizerSpec& spec) = nullptr;
+  void (*fit_spec)(OptimizerSpec& spec) = nullptr;
   // Whether the constructor rejects these defaults (each field resolved) with invalid_option.
   bool (*rejects)(const OptimizerOptions& resolved) = nullptr;
   // Generator (null: each option now and then at one of its `values`, gen_program.cc). `invalid_allowed`: the run
@@ -152,6 +202,15 @@ struct OptimizerDescription {
   // created, SEM-14.2, SEM-15.2), having done to `s` what the engines do before failing (RMSprop: the count and
   // square_avg) and leaving the parameter unchanged; the engines' whole step stops there.
   bool (*step_in_double)(const OptimizerOptions& resolved, ShadowParam& s) = nullptr;
+  // L-BFGS: the step's moves between closure calls, for the comparison (ClosureStepModel). Null: a step calls its
+  // closure once, before the update (SEMANTICS §17.1), and step_scales and step_in_double describe it.
+  std::unique_ptr<ClosureStepModel> (*closure_step_model)() = nullptr;
+  // The step fails without a closure, and the optimizer takes one group only (L-BFGS, SEM-16.1, SEM-16.2): the
+  // generator gives every step a closure and builds one group.
+  bool needs_closure = false;
+  bool one_group = false;
+  // The most closure calls one step makes under these options (resolved; program_cost.h). Null: one (§17.1).
+  int64_t (*closure_calls)(const OptimizerOptions& resolved) = nullptr;
   // Optional refinements of the error budget for a parameter the step updated once: its new value computed from
   // one side's own observed new state (what that side's engine used) rather than from the shadow's, and state
   // tensors likewise (a max that reads the new second moment in place). Null: the shadow's values.
@@ -177,6 +236,8 @@ const std::vector<std::string>& all_option_names();
 const OptionDescription& any_option(const std::string& name);
 // Every state tensor name of any optimizer, in first-described order.
 const std::vector<StateTensorDescription>& all_state_tensors();
+// Every state count of any optimizer, in first-described order.
+const std::vector<StateCountDescription>& all_state_counts();
 
 bool is_set(const OptionDescription& d, const OptimizerOptions& o);
 void unset(const OptionDescription& d, OptimizerOptions& o);
@@ -234,5 +295,6 @@ OptimizerDescription adam_description();
 OptimizerDescription adamw_description();
 OptimizerDescription rmsprop_description();
 OptimizerDescription adagrad_description();
+OptimizerDescription lbfgs_description();
 
 }  // namespace lockstep

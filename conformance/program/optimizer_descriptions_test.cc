@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <set>
 
 namespace lockstep {
@@ -12,7 +13,12 @@ namespace {
 
 TEST(OptimizerDescriptions, EveryOptimizerHasItsArithmetic) {
   // The comparator's tolerance and the error budget call these for every optimizer: none may be missing.
+  // An optimizer whose step moves between closure calls (L-BFGS) is followed by its model instead.
   for (const OptimizerDescription& d : optimizer_descriptions()) {
+    if (d.closure_step_model) {
+      EXPECT_TRUE(d.needs_closure) << d.name;
+      continue;
+    }
     EXPECT_NE(d.step_scales, nullptr) << d.name;
     EXPECT_NE(d.step_in_double, nullptr) << d.name;
     for (const StateTensorDescription& t : d.state) EXPECT_NE(t.field, nullptr) << d.name << " " << t.name;
@@ -96,6 +102,92 @@ TEST(OptimizerDescriptions, TheScopeNeverLeavesNesterovWithoutItsMomentum) {  //
   o.momentum.reset();  // the scope unset it
   describe(OptimizerKind::SGD).unset_invalid_combinations(o);
   EXPECT_FALSE(o.nesterov.has_value());
+}
+
+// SEMANTICS §16.3 through the comparison's model of L-BFGS (optimizer_lbfgs.cc), on the hand-worked sum(w * w) from
+// w = [1, -1, 2] of the named case sem16-lbfgs-moves-between-closure-calls: a move of -w/4 (t = 1/8), then of -3w/4
+// onto the minimum, then a call that finds the gradient zero.
+struct LbfgsCall {
+  ParamObservation w;
+  explicit LbfgsCall(std::vector<double> values, DType dtype = DType::Float64) {
+    w.name = "w";
+    w.value.dtype = dtype;
+    w.value.shape = {static_cast<int64_t>(values.size())};
+    w.value.data = values;
+    w.grad.defined = true;
+    w.grad.value = w.value;
+    for (double& g : w.grad.value.data) g *= 2;  // d/dw sum(w * w)
+  }
+  ClosureCallSeen seen() const {
+    ClosureCallSeen c;
+    c.params = {&w};
+    double loss = 0;
+    for (double v : w.value.data) loss += v * v;
+    c.loss = loss;
+    return c;
+  }
+};
+
+TEST(LbfgsModel, Sem16_3_FollowsTheHandWorkedSteps) {
+  std::unique_ptr<ClosureStepModel> m = describe(OptimizerKind::LBFGS).closure_step_model();
+  m->begin_step(resolved_options(OptimizerKind::LBFGS, OptimizerOptions{}));
+  PlannedMove first = m->after_call(LbfgsCall({1, -1, 2}).seen());
+  ASSERT_TRUE(first.moves);
+  EXPECT_TRUE(first.calls_again);
+  EXPECT_EQ(first.move.at("w"), (std::vector<double>{-0.25, 0.25, -0.5}));
+  EXPECT_EQ(first.undecided, "");
+  PlannedMove second = m->after_call(LbfgsCall({0.75, -0.75, 1.5}).seen());
+  ASSERT_TRUE(second.moves) << second.decisions;
+  EXPECT_NE(second.decisions.find("pair kept"), std::string::npos) << second.decisions;
+  const std::vector<double> w{1, -1, 2};
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(second.move.at("w")[i], -0.75 * w[i], 1e-15);
+  // Bounded, and in float64 tiny: each side's own rounding of the direction.
+  for (double e : second.error.at("w")) EXPECT_LT(e, 1e-13);
+  PlannedMove third = m->after_call(LbfgsCall({0, 0, 0}).seen());
+  EXPECT_FALSE(third.moves);
+  EXPECT_EQ(third.decisions, "grad small");
+}
+
+TEST(LbfgsModel, Sem16_3_ANanGradientIsNeverSmallAndMovesIntoNan) {
+  std::unique_ptr<ClosureStepModel> m = describe(OptimizerKind::LBFGS).closure_step_model();
+  m->begin_step(resolved_options(OptimizerKind::LBFGS, OptimizerOptions{}));
+  LbfgsCall c({1, NAN});
+  PlannedMove first = m->after_call(c.seen());
+  ASSERT_TRUE(first.moves) << first.decisions;
+  EXPECT_TRUE(std::isnan(first.move.at("w")[1]));
+  PlannedMove second = m->after_call(LbfgsCall({0.5, NAN}).seen());
+  EXPECT_TRUE(second.moves) << second.decisions;  // no stop on a NaN |d t|_max or loss
+}
+
+TEST(LbfgsModel, Sem16_1_AHistoryOverItsFirstCapacityFailsTheStep) {
+  // history_size 1 at the history's first use, 2 later: the second pair fails the step (LibTorch's range check).
+  std::unique_ptr<ClosureStepModel> m = describe(OptimizerKind::LBFGS).closure_step_model();
+  OptimizerOptions o;
+  o.history_size = 1;
+  o.max_iter = 2;
+  o.max_eval = 10;
+  m->begin_step(resolved_options(OptimizerKind::LBFGS, o));
+  ASSERT_TRUE(m->after_call(LbfgsCall({1, -3}).seen()).moves);
+  PlannedMove two = m->after_call(LbfgsCall({0.75, -2}).seen());  // the first pair; the last move of the step
+  ASSERT_TRUE(two.moves) << two.decisions;
+  EXPECT_FALSE(two.calls_again);
+  o.history_size = 2;
+  m->begin_step(resolved_options(OptimizerKind::LBFGS, o));
+  PlannedMove three = m->after_call(LbfgsCall({0.5, -1}).seen());
+  EXPECT_FALSE(three.moves);
+  EXPECT_NE(three.decisions.find("capacity"), std::string::npos) << three.decisions;
+}
+
+TEST(LbfgsModel, Sem16_4_ACurvatureTestWithinRoundingIsUndecided) {
+  // y · s lands on 1e-10 within float32's rounding of s = d t: the model cannot tell whether the pair is kept.
+  std::unique_ptr<ClosureStepModel> m = describe(OptimizerKind::LBFGS).closure_step_model();
+  m->begin_step(resolved_options(OptimizerKind::LBFGS, OptimizerOptions{}));
+  LbfgsCall a({1}, DType::Float32);
+  a.w.grad.value.data = {1};  // t = 1, d = -1: s = -1
+  ASSERT_TRUE(m->after_call(a.seen()).moves);
+  LbfgsCall b({0}, DType::Float32);
+  b.w.grad.value.data = {1 - 1e-10};  // y = -1e-10, y · s = 1e-10
+  EXPECT_NE(m->after_call(b.seen()).undecided, "");
 }
 
 }  // namespace

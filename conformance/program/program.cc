@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <sstream>
 #include <string>
 
 namespace lockstep {
@@ -276,6 +277,21 @@ void check_options_kind(const OptimizerOptions& o, OptimizerKind kind, const std
   if (!foreign.empty())
     throw ProgramError(path + "/" + foreign.front(), "option '" + foreign.front() + "' does not apply to " +
                                                         optimizer_name(kind));
+  const OptimizerDescription& d = describe(kind);
+  for (const OptionDescription& option : d.options) {
+    if (!option.integer || !is_set(option, o)) continue;
+    const double v = *(o.*option.number);
+    if (!(std::fabs(v) <= 9007199254740992.0) || v != std::trunc(v))
+      throw ProgramError(path + "/" + option.name, std::string("option '") + option.name + "' must be a whole number, got " +
+                                                       [v] {
+                                                         std::ostringstream t;
+                                                         t << v;
+                                                         return t.str();
+                                                       }());
+  }
+  if (d.program_refuses)
+    if (const std::optional<std::pair<std::string, std::string>> refused = d.program_refuses(o))
+      throw ProgramError(path + "/" + refused->first, refused->second);
 }
 
 // An option without a default (SGD's lr, SEMANTICS §5.1) must be given in a full options set (defaults, a
@@ -403,6 +419,9 @@ void validate(const Program& p, const ProgramLimits& limits) {
       check_param_names(o.groups[g].params, p.params, path + "/params");
       if (o.groups[g].options) check_full_options(*o.groups[g].options, o.kind, path + "/options");
     }
+    if (describe(o.kind).spec_refuses)
+      if (const auto refused = describe(o.kind).spec_refuses(o))
+        throw ProgramError("/optimizer" + refused->first, refused->second);
   }
 
   // Actions.

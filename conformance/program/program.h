@@ -104,8 +104,8 @@ ExprPtr embedding(ExprPtr w, std::vector<int64_t> indices);
 // Optimizers (SEMANTICS §5-7, §14, §15). What each one is (its options, defaults, state) is described as data
 // in optimizer_descriptions.h; this is only the storage.
 
-enum class OptimizerKind { SGD, Adam, AdamW, RMSprop, Adagrad };
-const char* optimizer_name(OptimizerKind k);  // "sgd", "adam", "adamw", "rmsprop", "adagrad"
+enum class OptimizerKind { SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS };
+const char* optimizer_name(OptimizerKind k);  // "sgd", "adam", "adamw", "rmsprop", "adagrad", "lbfgs"
 
 // Options of one group, or the optimizer's defaults. An unset field means "not given": for the defaults,
 // the option type's own default applies (SGD has none for lr: it must be given); for a group's options
@@ -125,6 +125,9 @@ struct OptimizerOptions {
   std::optional<bool> centered;               // RMSprop
   std::optional<double> lr_decay;             // Adagrad
   std::optional<double> initial_accumulator_value;  // Adagrad
+  // L-BFGS (SEMANTICS §16); the counts are integers (OptionDescription::integer).
+  std::optional<double> max_iter, max_eval, history_size;
+  std::optional<double> tolerance_grad, tolerance_change;
 
   bool operator==(const OptimizerOptions& o) const;
 };

@@ -98,6 +98,20 @@ class CostWalk {
     for (const ParamSpec& ps : p.params) names_ = sat_add(names_, name_values(ps.name));
     if (p.optimizer) {
       state_tensors_ = static_cast<int64_t>(describe(p.optimizer->kind).state.size());
+      // The most closure calls one step makes, under any options the program gives (defaults, groups, changes).
+      const OptimizerDescription& d = describe(p.optimizer->kind);
+      if (d.closure_calls) {
+        auto most = [&](const OptimizerOptions& o) {
+          closure_calls_ = std::max(closure_calls_, d.closure_calls(resolved_options(d.kind, o)));
+        };
+        most(p.optimizer->defaults);
+        for (const ParamGroupSpec& g : p.optimizer->groups)
+          if (g.options) most(*g.options);
+        for (const Action& a : p.actions) {
+          if (a.kind == ActionKind::SetOptions) most(a.options);
+          if (a.kind == ActionKind::AddParamGroup && a.new_group.options) most(*a.new_group.options);
+        }
+      }
       groups_ = static_cast<int64_t>(p.optimizer->groups.size());
       for (const ParamGroupSpec& g : p.optimizer->groups) add_group_entries(g.params);
       if (groups_ == 0) {  // a list of tensors: one group of every parameter
@@ -139,8 +153,8 @@ class CostWalk {
             sat_add(cost_.arithmetic, sat_add(sat_mul(group_elements_, 16), sat_mul(group_entries_, 64)));
         if (a.closure) {
           // Every call runs and observes the closure's actions (SEMANTICS §17); the step returns one call's loss.
-          // The optimizers that take a closure call it once (§17.1).
-          for (int calls = 0; calls < 1; ++calls)
+          // Most optimizers call it once (§17.1); L-BFGS up to its description's bound (§16.3).
+          for (int64_t calls = 0; calls < closure_calls_; ++calls)
             for (const Action& c : *a.closure) action(c);
           cost_.observed_values = sat_add(cost_.observed_values, tensor_values(output_numel_));
         }
@@ -205,6 +219,7 @@ class CostWalk {
   std::map<std::string, int64_t> handles_;  // handle name -> elements of what it may hold
   int64_t held_cost_ = 0;
   int64_t output_numel_ = 0;
+  int64_t closure_calls_ = 1;
   bool has_output_ = false;
   ProgramCost cost_;
 };

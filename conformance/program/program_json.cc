@@ -3,6 +3,7 @@
 
 #include "conformance/program/op_descriptions.h"
 
+#include <cmath>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,7 +56,12 @@ ordered_json options_to_json(const OptimizerOptions& o) {
     const OptionDescription& d = any_option(name);
     if (!is_set(d, o)) continue;
     switch (d.type) {
-      case OptionType::Number: out[name] = number_to_json(*(o.*d.number)); break;
+      case OptionType::Number: {
+        const double v = *(o.*d.number);
+        if (d.integer && std::fabs(v) <= 9007199254740992.0 && v == std::trunc(v)) out[name] = static_cast<int64_t>(v);
+        else out[name] = number_to_json(v);
+        break;
+      }
       case OptionType::Flag: out[name] = *(o.*d.flag); break;
       case OptionType::Pair:
         out[name] = ordered_json::array({number_to_json((o.*d.pair)->first), number_to_json((o.*d.pair)->second)});
@@ -69,7 +75,10 @@ nlohmann::ordered_json schema_from_descriptions(nlohmann::ordered_json schema) {
   ordered_json options = ordered_json::object();
   for (const std::string& name : all_option_names()) {
     switch (any_option(name).type) {
-      case OptionType::Number: options[name] = {{"$ref", "#/$defs/number"}}; break;
+      case OptionType::Number:
+        if (any_option(name).integer) options[name] = {{"type", "integer"}};
+        else options[name] = {{"$ref", "#/$defs/number"}};
+        break;
       case OptionType::Flag: options[name] = {{"type", "boolean"}}; break;
       case OptionType::Pair:
         options[name] = {{"type", "array"}, {"items", {{"$ref", "#/$defs/number"}}}, {"minItems", 2}, {"maxItems", 2}};
@@ -82,6 +91,7 @@ nlohmann::ordered_json schema_from_descriptions(nlohmann::ordered_json schema) {
   schema["$defs"]["program"]["properties"]["optimizer"]["properties"]["type"]["enum"] = std::move(names);
   ordered_json state = ordered_json::object();
   state["step"] = {{"type", "integer"}};
+  for (const StateCountDescription& c : all_state_counts()) state[c.name] = {{"type", "integer"}};
   for (const StateTensorDescription& t : all_state_tensors())
     state[t.name] = {{"anyOf", ordered_json::array({{{"$ref", "#/$defs/values"}}, {{"$ref", "#/$defs/tensor"}}})}};
   state["exists"] = {{"type", "boolean"}};

@@ -62,6 +62,9 @@ struct OptimizerStateObservation {
   std::optional<TensorValue> exp_avg, exp_avg_sq, max_exp_avg_sq;  // Adam, AdamW (max only with amsgrad)
   std::optional<TensorValue> square_avg, grad_avg;  // RMSprop (grad_avg only when centered)
   std::optional<TensorValue> sum;                   // Adagrad
+  // L-BFGS: closure calls and iterations over every step, kept once for the optimizer under its first parameter
+  // (SEMANTICS §16.2).
+  std::optional<int64_t> func_evals, n_iter;
 };
 
 struct ParamObservation {

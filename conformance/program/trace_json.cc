@@ -112,6 +112,8 @@ GradObservation grad_from_json(const ordered_json& j, const std::string& pointer
 ordered_json optimizer_state_to_json(const OptimizerStateObservation& s, const TensorValue& param) {
   ordered_json out = ordered_json::object();
   if (s.step) out["step"] = *s.step;
+  for (const StateCountDescription& c : all_state_counts())
+    if (const std::optional<int64_t>& v = s.*c.field) out[c.name] = *v;
   for (const StateTensorDescription& t : all_state_tensors())  // optimizer_descriptions.h
     if (const std::optional<TensorValue>& v = s.*t.field) out[t.name] = state_tensor_to_json(*v, param);
   if (s.exists != !out.empty()) out["exists"] = s.exists;  // only when the fields do not tell
@@ -126,6 +128,12 @@ OptimizerStateObservation optimizer_state_from_json(const ordered_json& j, const
   if (const ordered_json* v = r.optional("step")) {
     s.step = int_from_json(*v, r.pointer("step"));
     any = true;
+  }
+  for (const StateCountDescription& c : all_state_counts()) {
+    if (const ordered_json* v = r.optional(c.name)) {
+      s.*c.field = int_from_json(*v, r.pointer(c.name));
+      any = true;
+    }
   }
   for (const StateTensorDescription& t : all_state_tensors()) {  // optimizer_descriptions.h
     if (const ordered_json* v = r.optional(t.name)) {

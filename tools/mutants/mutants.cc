@@ -120,6 +120,12 @@ const std::vector<MutantInfo>& mutant_catalogue() {
        "Adagrad decays the learning rate by the optimizer's step count instead of the parameter's", "SEM-15.3"},
       {Mutant::AdagradEpsInsideSqrt, "adagrad_eps_inside_sqrt",
        "Adagrad's denominator is sqrt(sum + eps) instead of sqrt(sum) + eps", "SEM-15.3"},
+      {Mutant::LbfgsHistoryDropsNewest, "lbfgs_history_drops_newest",
+       "L-BFGS with a full history drops its newest curvature pair instead of its oldest", "SEM-16.3"},
+      {Mutant::LbfgsFirstStepUnscaled, "lbfgs_first_step_unscaled",
+       "L-BFGS's first iteration moves by lr * d instead of min(1, 1 / sum|g|) * lr * d", "SEM-16.3"},
+      {Mutant::LbfgsMaxEvalOffByOne, "lbfgs_max_eval_off_by_one",
+       "L-BFGS stops when the closure calls exceed max_eval instead of when they reach it", "SEM-16.3"},
       {Mutant::GroupOptionsInheritDefaults, "group_options_inherit_defaults",
        "a group with options inherits the optimizer's defaults for the fields it does not set (the 2.x rule) "
        "under the 1.13 profile",

@@ -72,6 +72,10 @@ enum class Mutant : uint8_t {
   AdagradGroupInitialAccumulator,
   AdagradLrDecayPerOptimizer,
   AdagradEpsInsideSqrt,
+  // L-BFGS (SEM-16)
+  LbfgsHistoryDropsNewest,
+  LbfgsFirstStepUnscaled,
+  LbfgsMaxEvalOffByOne,
   // parameter groups (SEM-7.1)
   GroupOptionsInheritDefaults,
   // situations the generator reaches on purpose (issue 10): lr 0, retained graphs stepped and run again,

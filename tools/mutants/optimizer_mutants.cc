@@ -1,6 +1,7 @@
 // tools/mutants/optimizer_mutants.cc: the mutants that change an optimizer's step (mutants.h). Each is a
 // subclass of impl's optimizer (same options, state and validation) whose step() is a copy of impl's with one
 // line wrong; everything the mutant does not concern rounds as impl does (std::fma where impl fuses).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "impl/adagrad.h"
 #include "impl/adam.h"
 #include "impl/adamw.h"
+#include "impl/lbfgs.h"
 #include "impl/rmsprop.h"
 #include "impl/sgd.h"
 #include "tools/mutants/mutant_engines.h"
@@ -382,6 +384,147 @@ class MutantAdagrad : public impl::Optimizer {
   Mutant m_;
 };
 
+// ---------------------------------------------------------------------------------------------------------
+// L-BFGS (SEM-16.3), in double (a correct rounding of the specification at every parameter's dtype, which is all the
+// comparison asks, SEM-16.4): impl's loop line by line, the mutant's line changed.
+
+class MutantLBFGS : public impl::LBFGS {
+ public:
+  MutantLBFGS(Mutant m, std::vector<impl::ParamGroup> groups, const impl::LBFGSOptions& defaults)
+      : impl::LBFGS(std::move(groups), defaults), m_(m) {}
+
+  using impl::LBFGS::step;
+  Tensor step(const Closure& closure) override {
+    if (!closure || param_groups().size() != 1 || param_groups()[0].params.empty()) return impl::LBFGS::step(closure);
+    const impl::LBFGSOptions& o = group_options(0);
+    std::vector<Tensor>& params = param_groups()[0].params;
+    auto* st = static_cast<impl::LBFGSState*>(find_state(params[0]));
+    if (!st) st = static_cast<impl::LBFGSState*>(&set_state(params[0], std::make_unique<impl::LBFGSState>()));
+    auto call = [&] {
+      const Tensor loss = closure();
+      if (loss.numel() != 1)
+        throw impl::Error(impl::ErrorKind::Other,
+                          "a Tensor with " + std::to_string(loss.numel()) + " elements cannot be converted to Scalar");
+      return loss;
+    };
+    const Tensor first = call();
+    st->func_evals += 1;
+    std::vector<double> g = flat_grad(params);
+    if (max_abs(g) <= o.tolerance_grad) return first;
+    double loss = first.at(0);
+    const int64_t max_eval = o.max_eval.value_or(o.max_iter * 5 / 4);
+    const int64_t eval_limit = m_ == Mutant::LbfgsMaxEvalOffByOne ? max_eval + 1 : max_eval;
+    int64_t evals = 1;
+    std::vector<double>& d = st->d;
+    for (int64_t n = 1; n <= o.max_iter; ++n) {
+      st->n_iter += 1;
+      if (st->n_iter == 1) {
+        d.assign(g.size(), 0);
+        for (size_t i = 0; i < g.size(); ++i) d[i] = -g[i];
+        st->old_dirs.clear();
+        st->old_stps.clear();
+        st->ro.clear();
+        st->H_diag = 1;
+      } else {
+        std::vector<double> y(g.size()), s(g.size());
+        for (size_t i = 0; i < g.size(); ++i) {
+          y[i] = g[i] - st->prev_flat_grad[i];
+          s[i] = d[i] * st->t;
+        }
+        const double ys = dot(y, s);
+        if (ys > 1e-10) {
+          if (static_cast<int64_t>(st->old_dirs.size()) == o.history_size) {
+            if (m_ == Mutant::LbfgsHistoryDropsNewest) {
+              st->old_dirs.pop_back();
+              st->old_stps.pop_back();
+              st->ro.pop_back();
+            } else {
+              st->old_dirs.pop_front();
+              st->old_stps.pop_front();
+              st->ro.pop_front();
+            }
+          }
+          st->old_dirs.push_back(y);
+          st->old_stps.push_back(s);
+          st->ro.push_back(1 / ys);
+          st->H_diag = ys / dot(y, y);
+        }
+        const size_t pairs = st->old_dirs.size();
+        if (!st->capacity) st->capacity = o.history_size;
+        if (static_cast<int64_t>(pairs) > *st->capacity)
+          throw impl::Error(impl::ErrorKind::Other, "the history holds more pairs than its capacity (SEM-16.1)");
+        std::vector<double> al(pairs), q(g.size());
+        for (size_t i = 0; i < g.size(); ++i) q[i] = -g[i];
+        for (size_t k = pairs; k-- > 0;) {
+          al[k] = dot(st->old_stps[k], q) * st->ro[k];
+          for (size_t i = 0; i < q.size(); ++i) q[i] -= al[k] * st->old_dirs[k][i];
+        }
+        for (size_t i = 0; i < q.size(); ++i) d[i] = q[i] * st->H_diag;
+        for (size_t k = 0; k < pairs; ++k) {
+          const double be = dot(st->old_dirs[k], d) * st->ro[k];
+          for (size_t i = 0; i < d.size(); ++i) d[i] += (al[k] - be) * st->old_stps[k][i];
+        }
+      }
+      st->prev_flat_grad = g;
+      st->prev_loss = loss;
+      double abs_sum = 0;
+      for (double v : g) abs_sum += std::fabs(v);
+      const bool scaled = st->n_iter == 1 && m_ != Mutant::LbfgsFirstStepUnscaled;
+      st->t = scaled ? std::min(1.0, 1.0 / abs_sum) * o.lr : o.lr;
+      if (dot(g, d) > -o.tolerance_change) break;
+      for (size_t offset = 0, k = 0; k < params.size(); offset += static_cast<size_t>(params[k].numel()), ++k) {
+        impl::dispatch_dtype(params[k].dtype(), [&](auto zero) {
+          using P = decltype(zero);
+          P* values = params[k].data<P>();
+          for (int64_t i = 0; i < params[k].numel(); ++i)
+            values[i] = static_cast<P>(static_cast<double>(values[i]) + st->t * d[offset + static_cast<size_t>(i)]);
+        });
+        params[k].bump_version();
+      }
+      bool small = false;
+      if (n != o.max_iter) {
+        loss = call().at(0);
+        g = flat_grad(params);
+        small = max_abs(g) <= o.tolerance_grad;
+        evals += 1;
+        st->func_evals += 1;
+      }
+      if (n == o.max_iter || evals >= eval_limit) break;
+      if (small) break;
+      double moved = 0;
+      for (double v : d) moved = std::isnan(v) || std::isnan(moved) ? NAN : std::max(moved, std::fabs(v * st->t));
+      if (moved <= o.tolerance_change) break;
+      if (std::fabs(loss - st->prev_loss) < o.tolerance_change) break;
+    }
+    return first;
+  }
+
+ private:
+  static std::vector<double> flat_grad(const std::vector<Tensor>& params) {
+    std::vector<double> g;
+    for (const Tensor& p : params) {
+      const Tensor grad = p.grad();
+      for (int64_t i = 0; i < p.numel(); ++i) g.push_back(grad.defined() ? grad.at(i) : 0.0);
+    }
+    return g;
+  }
+  static double max_abs(const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v) {
+      if (std::isnan(x)) return x;
+      m = std::max(m, std::fabs(x));
+    }
+    return m;
+  }
+  static double dot(const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+  }
+
+  Mutant m_;
+};
+
 }  // namespace
 
 bool is_optimizer_level(Mutant m) {
@@ -410,6 +553,9 @@ bool is_optimizer_level(Mutant m) {
     case Mutant::AdagradGroupInitialAccumulator:
     case Mutant::AdagradLrDecayPerOptimizer:
     case Mutant::AdagradEpsInsideSqrt:
+    case Mutant::LbfgsHistoryDropsNewest:
+    case Mutant::LbfgsFirstStepUnscaled:
+    case Mutant::LbfgsMaxEvalOffByOne:
     case Mutant::LrZeroGroupSkipped:
       return true;
     default:
@@ -423,17 +569,19 @@ std::unique_ptr<impl::Optimizer> make_optimizer_mutant(Mutant m, OptimizerKind k
                        m == Mutant::RmspropMomentumBufferRawGrad || m == Mutant::RmspropSquareAvgUnweighted;
   const bool adagrad = m == Mutant::AdagradLazyState || m == Mutant::AdagradGroupInitialAccumulator ||
                        m == Mutant::AdagradLrDecayPerOptimizer || m == Mutant::AdagradEpsInsideSqrt;
+  const bool lbfgs = m == Mutant::LbfgsHistoryDropsNewest || m == Mutant::LbfgsFirstStepUnscaled ||
+                     m == Mutant::LbfgsMaxEvalOffByOne;
   if (!is_optimizer_level(m)) return nullptr;
   switch (kind) {
     case OptimizerKind::SGD:
-      if (rmsprop || adagrad) return nullptr;
+      if (rmsprop || adagrad || lbfgs) return nullptr;
       return std::make_unique<MutantSGD>(m, std::move(groups), static_cast<const impl::SGDOptions&>(defaults));
     case OptimizerKind::Adam:
-      if (rmsprop || adagrad) return nullptr;
+      if (rmsprop || adagrad || lbfgs) return nullptr;
       return std::make_unique<MutantAdamFamily<impl::Adam, impl::AdamOptions>>(
           m, false, std::move(groups), static_cast<const impl::AdamOptions&>(defaults));
     case OptimizerKind::AdamW:
-      if (rmsprop || adagrad) return nullptr;
+      if (rmsprop || adagrad || lbfgs) return nullptr;
       return std::make_unique<MutantAdamFamily<impl::AdamW, impl::AdamWOptions>>(
           m, true, std::move(groups), static_cast<const impl::AdamWOptions&>(defaults));
     case OptimizerKind::RMSprop:
@@ -442,6 +590,9 @@ std::unique_ptr<impl::Optimizer> make_optimizer_mutant(Mutant m, OptimizerKind k
     case OptimizerKind::Adagrad:
       if (!adagrad) return nullptr;
       return std::make_unique<MutantAdagrad>(m, std::move(groups), static_cast<const impl::AdagradOptions&>(defaults));
+    case OptimizerKind::LBFGS:
+      if (!lbfgs) return nullptr;
+      return std::make_unique<MutantLBFGS>(m, std::move(groups), static_cast<const impl::LBFGSOptions&>(defaults));
   }
   return nullptr;
 }
