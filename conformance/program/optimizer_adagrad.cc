@@ -55,6 +55,7 @@ OptimizerDescription adagrad_description() {
   d.kind = OptimizerKind::Adagrad;
   d.name = "adagrad";
   d.semantics = "SEM-15";
+  d.since_protocol = 2;
   d.options = {number_option("lr", &OptimizerOptions::lr, 1e-2, {0.01, 0.1, 0.5, 1.0, 0.05}, {-0.01}),
                number_option("lr_decay", &OptimizerOptions::lr_decay, 0, {0.1, 0.5, 0.01}, {-0.1}),
                number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.01, 0.1}, {-0.1}),

@@ -166,6 +166,7 @@ struct OptimizerDescription {
   OptimizerKind kind = OptimizerKind::SGD;
   const char* name = "";       // "rmsprop"
   const char* semantics = "";  // "SEM-14"
+  int since_protocol = 1;      // the driver protocol that brought it (capabilities.h: older drivers do not get it)
   std::vector<OptionDescription> options;  // lr first
   bool counts_steps = false;               // state.step (TorchEngine.DescriptionsMatchTheOracle checks the flags)
   std::vector<StateTensorDescription> state;

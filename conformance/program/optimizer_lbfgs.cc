@@ -286,6 +286,7 @@ OptimizerDescription lbfgs_description() {
   d.kind = OptimizerKind::LBFGS;
   d.name = "lbfgs";
   d.semantics = "SEM-16";
+  d.since_protocol = 5;
   OptionDescription max_eval = integer_option("max_eval", &OptimizerOptions::max_eval, 0, {1, 2, 3, 6});
   max_eval.default_computed = true;  // unset: max_iter * 5 / 4, fixed by the constructor (SEM-16.1)
   d.options = {number_option("lr", &OptimizerOptions::lr, 1, {1.0, 0.5, 0.1, 0.05}),

@@ -120,6 +120,7 @@ OptimizerDescription rmsprop_description() {
   d.kind = OptimizerKind::RMSprop;
   d.name = "rmsprop";
   d.semantics = "SEM-14";
+  d.since_protocol = 2;
   d.options = {number_option("lr", &OptimizerOptions::lr, 1e-2, {0.01, 0.001, 0.1, 0.5, 0.05}, {-0.01}),
                // alpha 0 is left out (unstable_values): centered, it makes the denominator sqrt(g^2 - g^2), the rounding error of
                // g^2, whose sign (NaN or not) any legitimate difference in rounding flips (SEM-14.3)

@@ -9,6 +9,7 @@
 
 #include "conformance/program/features.h"
 #include "conformance/program/op_descriptions.h"
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/run/driver_process.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/program/optional_fields.h"
@@ -169,9 +170,32 @@ Capabilities driver_capabilities(const json& hello) {
       if (f.category == "feature" && f.name != "closure") c.features->insert(f.name);
     c.protocol_note = (c.protocol_note.empty() ? "" : c.protocol_note + "; ") +
                       fmt::format("the driver speaks protocol {} and declares no features, so it gets no step with a "
-                                  "closure (protocol 4); to be tested on it, answer the hello with \"protocol\": {} or "
+                                  "closure (protocol 4); to be tested on it, answer the hello with \"protocol\": 4 or "
                                   "list \"closure\" in supports.features (fixtures/PROTOCOL.md 2a)",
-                                  c.protocol, kDriverProtocolVersion);
+                                  c.protocol);
+  }
+  // Without its own list of optimizers, a driver of protocol 2 or newer gets the optimizers of its protocol, each with
+  // every option (optimizer_descriptions.h, since_protocol): L-BFGS came with protocol 5 (SEMANTICS §16).
+  if (!c.optimizers && c.protocol >= 2 && c.protocol < kDriverProtocolVersion) {
+    std::vector<std::string> newer;
+    std::set<std::string> kept;
+    for (const OptimizerDescription& d : optimizer_descriptions()) {
+      if (d.since_protocol <= c.protocol) kept.insert(d.name);
+      else newer.push_back(d.name);
+    }
+    if (!newer.empty()) {
+      c.optimizers.emplace();
+      for (const FeatureInfo& f : all_features()) {
+        if (f.category != "option") continue;
+        const std::string optimizer = f.name.substr(0, f.name.find('.'));
+        if (kept.count(optimizer)) (*c.optimizers)[optimizer].insert(f.name.substr(f.name.find('.') + 1));
+      }
+      c.protocol_note = (c.protocol_note.empty() ? "" : c.protocol_note + "; ") +
+                        fmt::format("the driver speaks protocol {} and declares no optimizers, so it gets none that came "
+                                    "later ({}); to be tested on them, answer the hello with \"protocol\": {} or list "
+                                    "them in supports.optimizers (fixtures/PROTOCOL.md 2a)",
+                                    c.protocol, fmt::join(newer, ", "), kDriverProtocolVersion);
+    }
   }
   if (c.protocol >= 2 || c.optimizers) return c;
   // Protocol 1's optimizers, each with every option it had (the options of an optimizer are its description's).

@@ -9,6 +9,7 @@
 
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
+#include "conformance/run/driver_process.h"
 
 namespace lockstep {
 namespace {
@@ -384,7 +385,9 @@ TEST(Capabilities, ProtocolOneDriversAreHeldToProtocolOnesOptimizers) {
   }
   const Capabilities two = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 2})"));
   EXPECT_EQ(two.protocol, 2);
-  EXPECT_FALSE(two.optimizers);
+  ASSERT_TRUE(two.optimizers);  // every optimizer but those of a later protocol (L-BFGS: 5)
+  EXPECT_EQ(two.optimizers->count("rmsprop"), 1u);
+  EXPECT_EQ(two.optimizers->count("lbfgs"), 0u);
   const Capabilities declared = driver_capabilities(json::parse(
       R"({"name": "x", "version": "1", "protocol": 1, "supports": {"optimizers": {"rmsprop": ["lr"]}}})"));
   ASSERT_TRUE(declared.optimizers);
@@ -403,7 +406,8 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLaterOps) {
     EXPECT_EQ(c.ops->count("softplus"), 0u) << hello;
     EXPECT_EQ(c.ops->count("tanh"), 1u) << hello;
     EXPECT_NE(c.protocol_note.find("softplus"), std::string::npos) << c.protocol_note;
-    EXPECT_NE(c.protocol_note.find("\"protocol\": 4"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("\"protocol\": " + std::to_string(kDriverProtocolVersion)), std::string::npos)
+        << c.protocol_note;
     FeatureScope scope;
     exclude_unsupported(c, scope);
     EXPECT_FALSE(scope.allows("op:softplus")) << hello;
@@ -416,7 +420,7 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLaterOps) {
       R"({"name": "x", "version": "1", "protocol": 2, "supports": {"ops": ["softplus", "sum"], "features": ["hold_grad"]}})"));
   ASSERT_TRUE(listed.ops);
   EXPECT_EQ(*listed.ops, (std::set<std::string>{"softplus", "sum"}));
-  EXPECT_TRUE(listed.protocol_note.empty());
+  EXPECT_EQ(listed.protocol_note.find("softplus"), std::string::npos) << listed.protocol_note;
 }
 
 // A step's closure came with protocol 4 (SEMANTICS §17): a driver of an older protocol that lists no features gets every
@@ -438,12 +442,41 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoClosure) {
   }
   const Capabilities four = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 4})"));
   EXPECT_FALSE(four.features);
-  EXPECT_TRUE(four.protocol_note.empty()) << four.protocol_note;
+  EXPECT_EQ(four.protocol_note.find("closure"), std::string::npos) << four.protocol_note;
   const Capabilities listed = driver_capabilities(
       json::parse(R"({"name": "x", "version": "1", "protocol": 3, "supports": {"features": ["closure"]}})"));
   ASSERT_TRUE(listed.features);
   EXPECT_EQ(*listed.features, (std::set<std::string>{"closure"}));
   EXPECT_EQ(listed.protocol_note.find("closure"), std::string::npos) << listed.protocol_note;
+}
+
+// L-BFGS came with protocol 5 (SEMANTICS §16): a driver of protocol 2 to 4 that lists no optimizers gets every other
+// optimizer with every option, and the note says how to get it; a list of optimizers, or protocol 5, is taken as
+// declared.
+TEST(Capabilities, DriversOfAnOlderProtocolGetNoLbfgs) {
+  using json = nlohmann::ordered_json;
+  for (const char* hello : {R"({"name": "x", "version": "1", "protocol": 2})", R"({"name": "x", "version": "1", "protocol": 4})"}) {
+    const Capabilities c = driver_capabilities(json::parse(hello));
+    ASSERT_TRUE(c.optimizers) << hello;
+    EXPECT_EQ(c.optimizers->count("lbfgs"), 0u) << hello;
+    ASSERT_EQ(c.optimizers->count("adagrad"), 1u) << hello;
+    EXPECT_EQ(c.optimizers->at("adagrad").count("lr_decay"), 1u) << hello;
+    EXPECT_NE(c.protocol_note.find("lbfgs"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("\"protocol\": 5"), std::string::npos) << c.protocol_note;
+    FeatureScope scope;
+    exclude_unsupported(c, scope);
+    EXPECT_FALSE(scope.allows("lbfgs")) << hello;
+    EXPECT_TRUE(scope.allows("adagrad")) << hello;
+    EXPECT_TRUE(scope.allows("rmsprop.centered")) << hello;
+  }
+  const Capabilities five = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 5})"));
+  EXPECT_FALSE(five.optimizers);
+  EXPECT_TRUE(five.protocol_note.empty()) << five.protocol_note;
+  const Capabilities listed = driver_capabilities(json::parse(
+      R"({"name": "x", "version": "1", "protocol": 4, "supports": {"optimizers": {"lbfgs": ["lr", "max_iter"]}}})"));
+  ASSERT_TRUE(listed.optimizers);
+  EXPECT_EQ(listed.optimizers->count("lbfgs"), 1u);
+  EXPECT_EQ(listed.protocol_note.find("lbfgs"), std::string::npos) << listed.protocol_note;
 }
 
 }  // namespace

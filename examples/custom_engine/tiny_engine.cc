@@ -21,6 +21,13 @@ class TinyEngine : public lockstep::Engine {
     framework_->step();
     if (steps_twice_) framework_->step();
   }
+  // A step with a closure (SEMANTICS §17): the framework's own step(closure). Engine's default (the closure once, then
+  // step()) suits every optimizer that calls its closure once before updating; L-BFGS (§16) calls it between moves.
+  std::optional<lockstep::TensorValue> step_with_closure(lockstep::StepClosure& closure) override {
+    std::optional<lockstep::TensorValue> returned = framework_->step_with_closure(closure);
+    if (steps_twice_) framework_->step();
+    return returned;
+  }
   void set_group_options(int group, const lockstep::OptimizerOptions& changes) override {
     framework_->set_group_options(group, changes);
   }

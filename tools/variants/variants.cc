@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/compare/tolerance.h"
 #include "impl/engine_adapter.h"
 
@@ -139,7 +140,12 @@ class VariantEngine : public Engine {
   }
   void step() override { inner_->step(); }
   // step_with_closure: Engine's own (the closure once, then this engine's step(), SEM-17.1), so that a variant's
-  // step arithmetic holds in a step with a closure too.
+  // step arithmetic holds in a step with a closure too; impl's own for an optimizer that calls its closure between
+  // moves (L-BFGS, SEM-16.3), which no variant concerns.
+  std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
+    if (describe(kind_).needs_closure) return inner_->step_with_closure(closure);
+    return Engine::step_with_closure(closure);
+  }
   void set_group_options(int group, const OptimizerOptions& changes) override {
     inner_->set_group_options(group, changes);
   }
