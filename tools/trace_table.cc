@@ -28,6 +28,8 @@ std::string state_cell(const OptimizerStateObservation& s) {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   if (s.step) add(fmt::format("step {}", *s.step));
+  for (const StateCountDescription& c : all_state_counts())  // L-BFGS's func_evals, n_iter
+    if (const std::optional<int64_t>& v = s.*c.field) add(fmt::format("{} {}", c.name, *v));
   for (const StateTensorDescription& t : all_state_tensors())  // optimizer_descriptions.h
     if (const std::optional<TensorValue>& v = s.*t.field) add(std::string(t.name) + " " + values(v->data));
   return out;

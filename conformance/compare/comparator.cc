@@ -555,7 +555,9 @@ class Comparer {
                                                                                           : std::ldexp(1.0, -53));
         moved_scale.resize(e.value.data.size());
         for (size_t i = 0; i < moved_scale.size(); ++i)
-          moved_scale[i] = std::max(it->second.magnitude[i], it->second.bound[i] / per_ulp);
+          // Finite, however large: a bound beyond the doubles still judges the value (and is counted imprecise).
+          moved_scale[i] = std::min(std::numeric_limits<double>::max(),
+                                    std::max(it->second.magnitude[i], it->second.bound[i] / per_ulp));
       }
     }
     const std::vector<double>* value_scale =

@@ -311,16 +311,16 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
     default:
       break;
   }
+  Imprecision imprecision;
   std::map<std::string, CompareContext::Moved> moved;
   if (pending_moves_) {
-    moves_budget(budget, moved);
+    moves_budget(budget, moved, imprecision);
     pending_moves_.reset();
     ctx.moved = &moved;
   }
   ctx.handle_param = handle_param_;
   if (!budget.empty()) ctx.budget = &budget;
   ctx.list_every_element = !mask_.empty();
-  Imprecision imprecision;
   ctx.imprecision = &imprecision;
   std::vector<Difference> accepted;
   ctx.accepted = &accepted;
@@ -394,7 +394,8 @@ std::vector<Difference> TraceComparison::compare_calls(size_t index, const Actio
 
 // SEMANTICS §16.3, §16.4: the record after a move is judged at each side's own move in double (the budget's signed
 // shift between the sides' centres) within both sides' rounding bounds (the value's scale).
-void TraceComparison::moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved) const {
+void TraceComparison::moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved,
+                                   Imprecision& imprecise) const {
   const PendingMoves& m = *pending_moves_;
   for (const auto& [name, move_e] : m.expected.move) {
     auto move_a = m.actual.move.find(name);
@@ -410,6 +411,10 @@ void TraceComparison::moves_budget(ErrorBudget& budget, std::map<std::string, Co
     scale.bound.assign(n, 0);
     const std::vector<double>& error_e = m.expected.error.at(name);
     const std::vector<double>& error_a = m.actual.error.at(name);
+    // SEMANTICS §9.6 for the move itself: where no element's move is larger than its bound, the move could not be
+    // told from none or from one twice as long: imprecise, never silently passed.
+    bool resolved = false, moved_somewhere = false;
+    size_t worst = 0;
     for (size_t i = 0; i < n; ++i) {
       const double centre_e = pe->value.data[i] + move_e[i], centre_a = pa->value.data[i] + move_a->second[i];
       const double d = centre_a - centre_e;
@@ -417,7 +422,15 @@ void TraceComparison::moves_budget(ErrorBudget& budget, std::map<std::string, Co
       scale.magnitude[i] = std::isfinite(move_e[i]) ? std::fabs(move_e[i]) : 0;
       const double bound = error_e[i] + error_a[i];
       scale.bound[i] = std::isfinite(bound) ? bound : std::numeric_limits<double>::max();
+      if (!std::isfinite(move_e[i]) || move_e[i] == 0) continue;
+      moved_somewhere = true;
+      if (std::fabs(move_e[i]) > scale.bound[i]) resolved = true;
+      else worst = i;
     }
+    if (moved_somewhere && !resolved && imprecise.values++ == 0)
+      imprecise.first = name + " → value[" + std::to_string(worst) + "]: the " + describe(program_.optimizer->kind).name +
+                        " move's bound " + number_text(scale.bound[worst], DType::Float64) + " ≥ |move| " +
+                        number_text(std::fabs(move_e[worst]), DType::Float64);
   }
 }
 
@@ -437,6 +450,8 @@ bool TraceComparison::follow_call(size_t index, size_t k, const Record& expected
   };
   const std::optional<ClosureCallSeen> ce = seen(expected_last), ca = seen(actual_last);
   if (!ce || !ca) return true;  // the step fails on both sides (a loss of more elements): compared as structure
+  const std::string moving_name = describe(program_.optimizer->kind).name;
+  const std::string moving_semantics = describe(program_.optimizer->kind).semantics;
   const PlannedMove pe = expected_model_->after_call(*ce);
   const PlannedMove pa = actual_model_->after_call(*ca);
   const std::string why = !pe.undecided.empty()   ? "the oracle's " + pe.undecided
@@ -446,9 +461,10 @@ bool TraceComparison::follow_call(size_t index, size_t k, const Record& expected
   if (!why.empty()) {
     // The sides may legitimately go different ways from here (SEM-16.4): the comparison ends, as a pass, listed.
     Difference d = structure("closure calls", pe.decisions, pa.decisions);
-    d.path = "call " + std::to_string(k + 1) + ": L-BFGS decisions";
-    const std::string reason = "an L-BFGS decision within rounding (SEMANTICS §16.4): " + why;
-    ended_at_singularity_ = "action " + std::to_string(index) + " (step): " + d.path + ": " + reason;
+    d.path = "call " + std::to_string(k + 1) + ": " + moving_name + " decisions";
+    const std::string reason = "a decision of the " + moving_name + " step within rounding (" + moving_semantics + "): " + why;
+    ended_at_singularity_ = "action " + std::to_string(index) + " (step): " + d.path + ": " + why;
+    ended_why_ = "a decision of the " + moving_name + " step within rounding (" + moving_semantics + ")";
     masked_.push_back(MaskedDifference{index, "step", std::move(d), reason, true});
     return false;
   }

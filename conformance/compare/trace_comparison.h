@@ -67,6 +67,9 @@ class TraceComparison {
   // Set when a rule accepted a NaN or infinity on one side only (a singularity straddled, SEMANTICS §9.2): every later
   // record follows from it, so the comparison ends there ("action 3 (step): p0 → value[0] ..."), as a pass.
   const std::string& ended_at_singularity() const { return ended_at_singularity_; }
+  // Why it ended there: "a singularity straddled (SEMANTICS §9.2)", or a decision of a step that moves between its
+  // closure calls taken within rounding (SEMANTICS §16.5).
+  const std::string& ended_why() const { return ended_why_; }
 
  private:
   struct HeldForward {
@@ -97,6 +100,7 @@ class TraceComparison {
   OptionalFieldCounts optional_fields_;
   Imprecision imprecision_;
   std::string ended_at_singularity_;
+  std::string ended_why_ = "a singularity straddled (SEMANTICS §9.2)";
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry
   std::optional<HeldForward> held_;
@@ -108,7 +112,9 @@ class TraceComparison {
   };
   std::optional<PendingMoves> pending_moves_;
   // The moves' budget and scales for the record compared now (compare_one).
-  void moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved) const;
+  // A move whose every element's bound is at least its size is counted in `imprecise` (SEMANTICS §9.6).
+  void moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved,
+                    Imprecision& imprecise) const;
   // After call `k` of a step (its records compared): feeds both models; false where the comparison ends there.
   bool follow_call(size_t index, size_t k, const Record& expected_last, const Record& actual_last);
   std::map<std::string, std::string> handle_param_;

@@ -984,21 +984,27 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   exprs.param_limit = static_cast<int>(program.params.size()) + (pick.chance(30) ? 1 : 0);
 
   if (options.optimizer || pick.chance(95)) {
-    // The kinds drawn: those whose steps need no closure. L-BFGS is chosen per program (RandomPrograms::at), so that
-    // adding it left every other program of a seed as it was.
-    int kinds = 0;
-    for (const OptimizerDescription& d : optimizer_descriptions()) kinds += d.needs_closure ? 0 : 1;
-    OptimizerKind kind = options.optimizer ? *options.optimizer
-                                           : optimizer_descriptions()[pick.below(kinds)].kind;
-    // The next kind the scope allows, with its lr where the lr has no default (SGD, SEM-5.1); none: no optimizer.
+    // The kinds drawn: those whose steps need no closure (an optimizer that needs one, L-BFGS, is chosen per program by
+    // RandomPrograms::at, so that adding it left every other program of a seed as it was).
+    std::vector<OptimizerKind> drawn, closure_kinds;
+    for (const OptimizerDescription& d : optimizer_descriptions())
+      (d.needs_closure ? closure_kinds : drawn).push_back(d.kind);
+    OptimizerKind kind = options.optimizer ? *options.optimizer : drawn[static_cast<size_t>(pick.below(static_cast<int>(drawn.size())))];
+    // The next kind the scope allows, with its lr where the lr has no default (SGD, SEM-5.1), and a closure where its
+    // steps need one; none: no optimizer.
     auto kind_ok = [&](OptimizerKind k) {
       const bool lr_required = !describe(k).options.front().has_default;
-      return allowed(options, optimizer_name(k)) && (!lr_required || allowed(options, std::string(optimizer_name(k)) + ".lr"));
+      return allowed(options, optimizer_name(k)) && (!lr_required || allowed(options, std::string(optimizer_name(k)) + ".lr")) &&
+             (!describe(k).needs_closure || allowed(options, "closure"));
     };
-    // Out of scope: the next kind the scope allows, L-BFGS among them (a run of --features lbfgs).
-    const int all = static_cast<int>(optimizer_descriptions().size());
-    for (int i = 0; i < all && !kind_ok(kind); ++i)
-      kind = optimizer_descriptions()[(static_cast<int>(kind) + 1) % all].kind;
+    // Out of scope: the next drawn kind the scope allows, in order, then those that need a closure (a run of
+    // --features lbfgs).
+    auto at = [&](const std::vector<OptimizerKind>& kinds) {
+      return static_cast<size_t>(std::find(kinds.begin(), kinds.end(), kind) - kinds.begin());
+    };
+    for (size_t i = 0, start = at(drawn); i < drawn.size() && !kind_ok(kind); ++i)
+      kind = drawn[(start + i + 1) % drawn.size()];
+    for (size_t i = 0; i < closure_kinds.size() && !kind_ok(kind); ++i) kind = closure_kinds[i];
     if (kind_ok(kind)) program.optimizer = make_optimizer(pick, kind, program.params, options);
   }
   // Parameters created by per-action losses below are in no group unless added later: a case in itself.
@@ -1117,11 +1123,17 @@ rc::Shrinkable<Program> RandomPrograms::at(uint64_t i) const {
 
 rc::Shrinkable<Program> RandomPrograms::at_unfolded(uint64_t i) const {
   GenOptions options = options_;
-  // One program in 16 is an L-BFGS program (SEMANTICS §16), where the run may choose the optimizer and the scope
-  // allows it: chosen by a hash, not a draw, so that every other program of a seed stays as it was.
-  if (!options.optimizer && mix(mix(seed_, i), 0x1BF65u) % 16 == 0 &&
-      (!options_.scope || options_.scope->excluded({"lbfgs", "closure"}) == nullptr))
-    options.optimizer = OptimizerKind::LBFGS;
+  // One program in 16 has an optimizer whose steps need a closure (L-BFGS, SEMANTICS §16), where the run may choose
+  // the optimizer and the scope allows it: chosen by a hash, not a draw, so that every other program of a seed stays
+  // as it was.
+  const uint64_t h = mix(mix(seed_, i), 0x1BF65u);
+  std::vector<const OptimizerDescription*> closure_kinds;
+  for (const OptimizerDescription& d : optimizer_descriptions())
+    if (d.needs_closure) closure_kinds.push_back(&d);
+  if (!options.optimizer && h % 16 == 0 && !closure_kinds.empty()) {
+    const OptimizerDescription& d = *closure_kinds[(h / 16) % closure_kinds.size()];
+    if (!options_.scope || options_.scope->excluded({d.name, "closure"}) == nullptr) options.optimizer = d.kind;
+  }
   options.special_values = special_values_at(i);
   const rc::Gen<Program> gen = gen_program(options);
   if (!options_.scope) return gen(rc::Random(mix(seed_, i)), size_of(i));

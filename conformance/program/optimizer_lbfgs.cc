@@ -70,10 +70,11 @@ std::string text(double v) {
   return s.str();
 }
 
-// Whether x > threshold; `undecided` receives why where the bound straddles it.
+// Whether x > threshold; `undecided` receives why where the bound straddles it. A non-finite x is compared as it is
+// (SEM-16.3: a NaN fails every comparison), and so is an exact one (no bound).
 bool above(Approx x, double threshold, const char* what, std::string& undecided) {
   const bool result = x.v > threshold;
-  if (!std::isnan(x.v) && undecided.empty() && !(std::fabs(x.v - threshold) > x.e))
+  if (std::isfinite(x.v) && !(x.e == 0) && undecided.empty() && !(std::fabs(x.v - threshold) > x.e))
     undecided = std::string(what) + " = " + text(x.v) + " ± " + text(x.e) + " against " + text(threshold);
   return result;
 }
@@ -95,6 +96,7 @@ class LbfgsModel final : public ClosureStepModel {
     names_.clear();
     sizes_.clear();
     dtypes_.clear();
+    params_ = call.params;
     for (const ParamObservation* p : call.params) {
       all_float32 = all_float32 && p->value.dtype == DType::Float32;
       names_.push_back(p->name);
@@ -219,9 +221,9 @@ class LbfgsModel final : public ClosureStepModel {
       // t = min(1, 1 / sum|g|) lr, in double; min is 1-Lipschitz, so the reciprocal's bound holds for it.
       const double inverse = 1 / sum;
       const double inverse_e = sum > sum_e ? sum_e / (sum * (sum - sum_e)) : std::numeric_limits<double>::infinity();
-      t_ = inverse < 1 || std::isnan(inverse) ? Approx{std::isnan(inverse) ? lr : inverse * lr, inverse_e * std::fabs(lr)}
-                                             : Approx{lr, inverse_e * std::fabs(lr)};
-      if (std::isnan(inverse)) t_.e = 0;
+      if (std::isnan(inverse) || inverse - inverse_e >= 1) t_ = {lr, 0};  // min(1, 1/NaN) is 1; surely 1
+      else if (inverse + inverse_e < 1) t_ = {inverse * lr, inverse_e * std::fabs(lr)};
+      else t_ = {std::min(1.0, inverse) * lr, inverse_e * std::fabs(lr)};  // straddles 1
     } else {
       t_ = {lr, 0};
     }
@@ -246,12 +248,13 @@ class LbfgsModel final : public ClosureStepModel {
       for (size_t i = 0; i < sizes_[k]; ++i) {
         const Approx& d = d_[offset + i];
         const double m = t_.v * d.v;
-        // t d rounds (or t rounds to the dtype first: 1.13's fused move), then p + t d rounds at |p + t d|, which the
-        // comparator's own scale covers; the direction's and t's bounds scale with t and d.
+        // t d rounds (or t rounds to the dtype first: 1.13's fused move), then p + t d rounds at |p + t d|; the
+        // direction's and t's bounds scale with t and d.
+        const double p = i < params_[k]->value.data.size() ? params_[k]->value.data[i] : 0.0;
         const double e = std::fabs(t_.v) * d.e + std::fabs(d.v) * t_.e + 2 * std::max(a.u(), u) * std::fabs(m);
         move[i] += m;  // a parameter listed twice moves twice
-        error[i] += e;
-        last_move_[offset + i] = {m, e};
+        error[i] += e + u * std::fabs(p + m);
+        last_move_[offset + i] = {m, e};  // d t, for the next call's |d t|_max (without p's rounding)
       }
       offset += sizes_[k];
     }
@@ -263,6 +266,7 @@ class LbfgsModel final : public ClosureStepModel {
   std::vector<std::string> names_;
   std::vector<size_t> sizes_;
   std::vector<DType> dtypes_;
+  std::vector<const ParamObservation*> params_;  // of the last call (valid during after_call)
   std::vector<Approx> d_, last_move_;
   Approx t_, h_diag_{1, 0};
   std::vector<double> prev_g_;

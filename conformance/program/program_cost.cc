@@ -101,15 +101,25 @@ class CostWalk {
       // The most closure calls one step makes, under any options the program gives (defaults, groups, changes).
       const OptimizerDescription& d = describe(p.optimizer->kind);
       if (d.closure_calls) {
-        auto most = [&](const OptimizerOptions& o) {
-          closure_calls_ = std::max(closure_calls_, d.closure_calls(resolved_options(d.kind, o)));
-        };
-        most(p.optimizer->defaults);
+        auto most = [&](const OptimizerOptions& o) { closure_calls_ = std::max(closure_calls_, d.closure_calls(o)); };
+        // Every group's options as given (resolved), and every change applied over them.
+        std::vector<OptimizerOptions> groups;
+        groups.push_back(resolved_options(d.kind, p.optimizer->defaults));
         for (const ParamGroupSpec& g : p.optimizer->groups)
-          if (g.options) most(*g.options);
+          if (g.options) groups.push_back(resolved_options(d.kind, *g.options));
+        for (const OptimizerOptions& o : groups) most(o);
         for (const Action& a : p.actions) {
-          if (a.kind == ActionKind::SetOptions) most(a.options);
-          if (a.kind == ActionKind::AddParamGroup && a.new_group.options) most(*a.new_group.options);
+          if (a.kind == ActionKind::AddParamGroup && a.new_group.options) {
+            groups.push_back(resolved_options(d.kind, *a.new_group.options));
+            most(groups.back());
+          }
+          if (a.kind != ActionKind::SetOptions) continue;
+          for (OptimizerOptions& o : groups) {
+            OptimizerOptions changed = o;
+            for (const OptionDescription& option : d.options) copy_if_set(option, a.options, changed);
+            most(changed);
+            o = changed;
+          }
         }
       }
       groups_ = static_cast<int64_t>(p.optimizer->groups.size());

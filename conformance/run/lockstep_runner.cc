@@ -182,8 +182,8 @@ class Run {
       return true;
     }
     if (!comparison.ended_at_singularity().empty()) {
-      result_.stop_reason = "a singularity straddled at " + comparison.ended_at_singularity() +
-                            " (SEMANTICS §9.2): the later records follow from it and are not compared";
+      result_.stop_reason = comparison.ended_why() + " at " + comparison.ended_at_singularity() +
+                            ": the later records follow from it and are not compared";
       return false;
     }
     if (free_running || comparison.masked_structure()) return true;

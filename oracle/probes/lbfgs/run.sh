@@ -7,10 +7,11 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-for p in closure_calls edges versions_and_groups nan_and_options; do
+for p in closure_calls edges versions_and_groups nan_and_options history_capacity; do
   g++ -std=c++17 -O1 "$here/$p.cc" -o "$out/$p" -I/usr/include/torch/csrc/api/include -ltorch -ltorch_cpu -lc10
 done
 "$out/edges"
 "$out/versions_and_groups" 2>&1 | grep -v '^frame'
 "$out/nan_and_options" 2>&1 | grep -v '^frame\|^Exception'
+"$out/history_capacity"
 /usr/bin/python3 "$here/spec_check.py" "$out/closure_calls"
