@@ -163,8 +163,8 @@ void count_case(RunScope& s, const Program& program, const std::set<std::string>
 void finish_coverage(RunScope& s, RunReport& report, const Expectations& expectations) {
   for (const FeatureInfo& f : all_features()) {
     if (!s.scope->allows(f.name) || s.coverage.exercised.count(f.name) || s.not_generated.count(f.name)) continue;
-    // An option of an optimizer out of scope is out of scope too.
-    if (f.category == "option" && !s.scope->allows(f.name.substr(0, f.name.find('.')))) continue;
+    // An option or a situation of an optimizer out of scope is out of scope too.
+    if (!f.optimizer.empty() && !s.scope->allows(f.optimizer)) continue;
     s.coverage.not_exercised.push_back(f.name);
   }
   for (AppliedRule& r : s.coverage.rules) {

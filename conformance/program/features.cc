@@ -28,7 +28,7 @@ std::vector<FeatureInfo> make_features() {
   for (const OptimizerDescription& d : optimizer_descriptions())
     for (const OptionDescription& o : d.options)
       f.push_back({std::string(d.name) + "." + o.name, "option",
-                   std::string(d.name) + "'s option " + o.name + " at a value other than its default"});
+                   std::string(d.name) + "'s option " + o.name + " at a value other than its default", d.name});
   const std::vector<FeatureInfo> rest = {
       {"retain_graph", "feature", "backward(retain_graph=True) (SEM-2.5)"},
       {"create_graph", "feature", "backward(create_graph=True) (SEM-3.3)"},
@@ -59,6 +59,8 @@ std::vector<FeatureInfo> make_features() {
        "a second backward of one forward's output after a backward that did not retain the graph (SEM-2.5)"},
   };
   f.insert(f.end(), rest.begin(), rest.end());
+  for (const OptimizerDescription& d : optimizer_descriptions())
+    for (const SituationDescription& s : d.situations) f.push_back({s.name, "situation", s.description, d.name});
   return f;
 }
 
@@ -170,6 +172,8 @@ std::set<std::string> program_features(const Program& program) {
       if (g.options) f.insert("param_groups");
       scan_group(g, o);
     }
+    for (const SituationDescription& s : describe(o.kind).situations)
+      if (s.in(program)) f.insert(s.name);
   }
 
   bool freed = false;    // the held output was backpropagated without retaining its graph

@@ -5,7 +5,7 @@
 // One vocabulary, by category (all_features() lists every name with its meaning, SEMANTICS §13):
 //   dtype      float32, float64                      a parameter or constant of that dtype
 //   op         op:add, op:matmul, ...                an op of a loss expression (param and const are not)
-//   optimizer  sgd, adam, adamw
+//   optimizer  sgd, adam, adamw, rmsprop, adagrad, lbfgs
 //   option     sgd.momentum, adam.amsgrad, ...       an option given a value other than the option type's
 //                                                     own default anywhere (defaults, groups, set_options,
 //                                                     add_param_group); SGD's lr is always needed
@@ -13,8 +13,9 @@
 //              set_to_none, set_grad_none, hold_grad, param_groups, add_param_group, set_options,
 //              special_values, invalid_options
 //   situation  group_options_partial, duplicate_param_in_group, param_in_two_groups, empty_param_list,
-//              amsgrad_change, adam_beta1_one, backward_after_freed, backward_after_step: constellations where frameworks
-//              legitimately differ (API profiles)
+//              amsgrad_change, adam_beta1_one, backward_after_freed, backward_after_step, and an optimizer's own
+//              (its description's `situations`: lbfgs_group_max_eval_replaced, ...): constellations where
+//              frameworks legitimately differ (API profiles)
 //
 // Example:
 //   std::set<std::string> f = program_features(program);    // {"float32", "op:mul", "op:sum", "sgd", ...}
@@ -34,6 +35,7 @@ struct FeatureInfo {
   std::string name;      // "retain_graph", "op:matmul", "adam.amsgrad"
   std::string category;  // "dtype", "op", "optimizer", "option", "feature", "situation"
   std::string meaning;   // one line, citing SEMANTICS
+  std::string optimizer;  // an option's or an optimizer's own situation's optimizer ("lbfgs"); empty: none
 };
 
 // Every feature program_features() can give, in a stable order (categories as listed above).

@@ -115,7 +115,7 @@ TEST(Features, VocabularyIsComplete) {
   EXPECT_EQ(per_category["optimizer"], 6);
   EXPECT_EQ(per_category["option"], 32);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5, L-BFGS 6
   EXPECT_EQ(per_category["feature"], 15);  // closure came with SEMANTICS §17
-  EXPECT_EQ(per_category["situation"], 8);
+  EXPECT_EQ(per_category["situation"], 9);  // 8, and L-BFGS's own (its description's `situations`)
   // Every op but param and const (program.h).
   for (int i = static_cast<int>(Op::Param); i <= static_cast<int>(Op::Embedding); ++i) {
     const Op op = static_cast<Op>(i);
@@ -559,6 +559,36 @@ TEST(Features, AmsgradChangeAndBetaOne) {
   p = with_optimizer(OptimizerKind::Adam, {});
   p.actions = {set_options(almost)};
   EXPECT_FALSE(has(program_features(p), "adam_beta1_one"));
+}
+
+// An optimizer's own situation, from its description (SEMANTICS §11.14): L-BFGS's first group gives max_eval while
+// the defaults do not, so that the C++ constructor replaces it.
+TEST(Features, LbfgsGroupMaxEvalReplaced) {
+  OptimizerOptions own;
+  own.max_eval = 3;
+  Program p = with_optimizer(OptimizerKind::LBFGS, {});
+  EXPECT_FALSE(has(program_features(p), "lbfgs_group_max_eval_replaced"));
+  p.optimizer->groups[0].options = own;
+  Features f = program_features(p);
+  EXPECT_TRUE(has(f, "lbfgs_group_max_eval_replaced")) << show(f);
+  EXPECT_EQ(find_feature("lbfgs_group_max_eval_replaced")->category, "situation");
+  EXPECT_EQ(find_feature("lbfgs_group_max_eval_replaced")->optimizer, "lbfgs");  // out of scope without L-BFGS
+  EXPECT_EQ(find_feature("lbfgs.max_eval")->optimizer, "lbfgs");
+  EXPECT_EQ(find_feature("amsgrad_change")->optimizer, "");
+
+  p = with_optimizer(OptimizerKind::LBFGS, own);  // the defaults give it too: the group keeps its own
+  p.optimizer->groups[0].options = own;
+  EXPECT_FALSE(has(program_features(p), "lbfgs_group_max_eval_replaced"));
+
+  OptimizerOptions other;
+  other.max_iter = 4;
+  p = with_optimizer(OptimizerKind::LBFGS, {});
+  p.optimizer->groups[0].options = other;  // a group of its own options without max_eval
+  EXPECT_FALSE(has(program_features(p), "lbfgs_group_max_eval_replaced"));
+
+  p = with_optimizer(OptimizerKind::Adam, {});  // another optimizer never has it
+  p.optimizer->groups[0].options = OptimizerOptions{};
+  EXPECT_FALSE(has(program_features(p), "lbfgs_group_max_eval_replaced"));
 }
 
 TEST(Features, BackwardAfterFreed) {

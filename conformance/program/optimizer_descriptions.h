@@ -137,6 +137,15 @@ struct PlannedMove {
   // sides' structure (their calls) must agree too.
   std::string decisions;
 };
+// A situation (SEMANTICS §13) of one optimizer's programs: a constellation where APIs legitimately differ, named by API
+// profiles (§11). Its name is a feature of program_features(), present where `in` holds for a program of this
+// optimizer.
+struct SituationDescription {
+  const char* name = "";         // "lbfgs_group_max_eval_replaced"
+  const char* description = "";  // one line, citing SEMANTICS
+  bool (*in)(const Program& program) = nullptr;
+};
+
 class ClosureStepModel {
  public:
   virtual ~ClosureStepModel() = default;
@@ -197,6 +206,8 @@ struct OptimizerDescription {
   void (*unset_invalid_combinations)(OptimizerOptions& o) = nullptr;
   // Known deviations of frameworks' steps that expectations may accept by name.
   std::vector<StepFormulaVariant> step_variants;
+  // Situations of this optimizer's programs that API profiles name (features.h).
+  std::vector<SituationDescription> situations;
   // Tolerance scales of one step.
   void (*step_scales)(const StepScaleInputs& in, StepScaleOutputs& out) = nullptr;
   // The step in double. Returns false where the step fails on this state (a state tensor the options need was not

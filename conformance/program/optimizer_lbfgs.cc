@@ -343,6 +343,16 @@ OptimizerDescription lbfgs_description() {
   };
   d.needs_closure = true;
   d.one_group = true;
+  // Where Python's torch.optim.LBFGS differs from the C++ API by design (SEMANTICS §11, profile pytorch-python).
+  d.situations = {
+      {"lbfgs_group_max_eval_replaced",
+       "L-BFGS's first group gives max_eval while the defaults do not: the C++ constructor replaces it (SEM-16.1, "
+       "SEM-11.14)",
+       [](const Program& p) {
+         const OptimizerSpec& o = *p.optimizer;
+         return !o.defaults.max_eval && !o.groups.empty() && o.groups[0].options && o.groups[0].options->max_eval;
+       }},
+  };
   return d;
 }
 

@@ -2,7 +2,7 @@
 """PyTorch's Python API as a lockstep driver (fixtures/PROTOCOL.md), on the Python driver kit (tools/driverkit/python).
 
 Reads one request per line on stdin, {"id": ID, "program": PROGRAM} (conformance/program/program_json.h), runs the
-program with torch's Python API (torch.optim.SGD / Adam / AdamW / RMSprop / Adagrad, autograd, Tensor.grad) and
+program with torch's Python API (torch.optim.SGD / Adam / AdamW / RMSprop / Adagrad / LBFGS, autograd, Tensor.grad) and
 writes {"id": ID, "trace": TRACE} (conformance/program/trace_json.h) on one line of stdout, in order. It observes what
 SEMANTICS §8 lists, the way oracle/torch_engine.cc does with the C++ API, so that every difference between the
 two APIs shows up in `lockstep replay`:
@@ -30,6 +30,8 @@ lockstep_driverkit.py):
  - Options foreign to the optimizer (momentum on Adam) are refused before anything changes, as the oracle does;
    an optimizer type the driver does not know is a setup error (kind other), never another optimizer.
  - foreach=False and maximize=False are passed explicitly (the single-tensor path, like the C++ optimizers).
+   LBFGS has neither argument (one path); --mode foreach and fused do not declare it. Its steps call the kit's
+   closure; its counts func_evals/n_iter are observed under the first parameter, as Python keeps them (SEM-16.2).
 The driver never hides a difference: the optimizer state is observed as Python holds it (SGD without momentum
 keeps a state entry {'momentum_buffer': None}, observed as an existing state without fields; Adagrad's and
 RMSprop's tensor step counts are reported as integers).
@@ -79,7 +81,8 @@ RULES = [
 ]
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 CLASSES = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
-           "rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad}
+           "rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad, "lbfgs": torch.optim.LBFGS}
+SINGLE_PATH_ONLY = ("lbfgs",)  # no foreach, fused or maximize argument: one path, checked by --mode single
 
 
 class Torch(kit.Framework):
@@ -98,6 +101,8 @@ class Torch(kit.Framework):
     def supports(self):
         if self.mode == "fused":  # only the optimizers with a fused path; everything else as always
             return {"optimizers": {k: kit.FIELDS[k] for k, f in self.fused.items() if f}}
+        if self.mode == "foreach":  # L-BFGS has no multi-tensor path: --mode single checks its only one
+            return {"optimizers": {k: kit.FIELDS[k] for k in CLASSES if k not in SINGLE_PATH_ONLY}}
         return None  # everything
 
     # tensors: made in float64, then one rounding to float32, like the oracle
@@ -135,6 +140,8 @@ class Torch(kit.Framework):
 
     # optimizer
     def make_optimizer(self, kind, groups, defaults):
+        if kind in SINGLE_PATH_ONLY:
+            return CLASSES[kind](groups, **defaults)
         if self.mode == "fused":
             if not self.fused.get(kind):
                 raise kit.EngineError("other", "%s has no fused implementation in torch %s" % (kind, torch.__version__))

@@ -57,7 +57,7 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
   optimizer  make_optimizer(kind, groups, defaults)   optional as a whole; kind is one of `optimizers`; groups
                                                [{"params": [tensors], option: value ...}] with only the options the
                                                program gives, defaults likewise (decoded: floats, betas a tuple,
-                                               flags bools). Foreign options, SGD without lr and unknown kinds
+                                               flags bools, max_iter/max_eval/history_size ints). Foreign options, SGD without lr and unknown kinds
                                                are refused by the kit first. resolve_groups() applies lockstep's
                                                rule for what a group does not set
              param_groups(optimizer)           a list of dicts, each "params" and every option of the kind
@@ -70,7 +70,10 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
                                                step(closure) and return what it returns; the kit's closure runs the
                                                step's closure actions, records each, and returns the held output
              state(optimizer, param)           the parameter's state dict, or None when it has none: "step" (an
-                                               int, or a one-element tensor) and tensors named as in STATE_TENSORS
+                                               int, or a one-element tensor), tensors named as in STATE_TENSORS,
+                                               L-BFGS's counts "func_evals"/"n_iter" (ints; under its first
+                                               parameter only, SEM-16.2); other keys are not observed
+                                               (L-BFGS, kind "lbfgs", needs step_with_closure as well)
   errors     classify(message) -> kind         map a framework exception's message to a PROTOCOL §4 kind
                                                (default "other"); or raise EngineError(kind, message) yourself
              raise Unsupported("name")         anywhere: the whole program is answered {"unsupported": "name"}
@@ -148,10 +151,17 @@ OPTION_DEFAULTS = {
     "adamw": {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2, "amsgrad": False},
     "rmsprop": {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False},
     "adagrad": {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10},
+    # SEM-16.1; max_eval None: computed from max_iter (max_iter * 5 // 4) by the constructor, see resolve_group
+    "lbfgs": {"lr": 1.0, "max_iter": 20, "max_eval": None, "tolerance_grad": 1e-7, "tolerance_change": 1e-9,
+              "history_size": 100},
 }
 FIELDS = {kind: list(options) for kind, options in OPTION_DEFAULTS.items()}
 FLAGS = ("nesterov", "amsgrad", "centered")
+INTEGERS = ("max_iter", "max_eval", "history_size")  # whole-number options: JSON integers (L-BFGS, SEM-16.1)
 STATE_TENSORS = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum")
+STATE_COUNTS = ("func_evals", "n_iter")  # L-BFGS's counts (SEM-16.2), under the optimizer's first parameter
+# An optimizer kind and the method it needs beyond make_optimizer: every L-BFGS step calls a closure (SEM-16.2).
+_OPTIMIZER_NEEDS = {"lbfgs": "step_with_closure"}
 FEATURES = ("retain_graph", "create_graph", "no_grad", "explicit_gradient", "zero_grad", "set_to_none",
             "zero_grad_default", "set_grad_none", "hold_grad", "param_groups", "add_param_group", "set_options",
             "special_values", "invalid_options", "closure")
@@ -165,7 +175,8 @@ _OPTIMIZER_FEATURES = ("zero_grad", "set_to_none", "zero_grad_default", "param_g
 
 
 def options_in(options):
-    """A program's options -> Python values: betas a tuple of floats, flags bools, the rest floats."""
+    """A program's options -> Python values: betas a tuple of floats, flags bools, whole-number options ints, the rest
+    floats."""
     out = {}
     for k, v in options.items():
         if k == "comment":
@@ -174,6 +185,8 @@ def options_in(options):
             out[k] = (number_in(v[0]), number_in(v[1]))
         elif k in FLAGS:
             out[k] = bool(v)
+        elif k in INTEGERS:
+            out[k] = int(v)
         else:
             out[k] = number_in(v)
     return out
@@ -188,6 +201,8 @@ def options_out(kind, group):
             out[k] = [number_out(float(v[0])), number_out(float(v[1]))]
         elif k in FLAGS:
             out[k] = bool(v)
+        elif k in INTEGERS:
+            out[k] = int(v)
         else:
             out[k] = number_out(float(v))
     return out
@@ -206,6 +221,8 @@ def resolve_group(kind, group, defaults):
     own = {k: v for k, v in group.items() if k != "params"}
     resolved = dict(OPTION_DEFAULTS[kind])
     resolved.update(own if getattr(group, "has_options", bool(own)) or own else defaults)
+    if "max_eval" in resolved and resolved["max_eval"] is None:  # L-BFGS: from the defaults' max_iter (SEM-16.1)
+        resolved["max_eval"] = int(defaults.get("max_iter", OPTION_DEFAULTS[kind]["max_iter"])) * 5 // 4
     resolved["params"] = list(group["params"])
     return resolved
 
@@ -282,7 +299,8 @@ class Framework:
         if self.optimizers is not None:
             optimizers = {k: list(v) for k, v in self.optimizers.items()}
         else:
-            optimizers = {k: list(v) for k, v in FIELDS.items()} if self.has("make_optimizer") else {}
+            optimizers = {k: list(v) for k, v in FIELDS.items()
+                          if k not in _OPTIMIZER_NEEDS or self.has(_OPTIMIZER_NEEDS[k])} if self.has("make_optimizer") else {}
         features = []
         for f in FEATURES:
             if f in self.lacks or (f in _FEATURE_NEEDS and not self.has(_FEATURE_NEEDS[f])):
@@ -611,6 +629,9 @@ class Run:
         if "step" in s:
             step = s["step"]
             out["step"] = int(step if isinstance(step, (int, float)) else self.fw.to_list(step)[0])
+        for key in STATE_COUNTS:
+            if key in s:
+                out[key] = int(s[key] if isinstance(s[key], (int, float)) else self.fw.to_list(s[key])[0])
         for key in STATE_TENSORS:
             t = s.get(key)
             if t is None:
@@ -677,7 +698,7 @@ def run_program(fw, program):
 
 # ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ------------------------------------------------------------
 
-PROTOCOL = 4  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4)
+PROTOCOL = 5  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5)
 
 
 def hello(fw, requested=1):

@@ -67,6 +67,35 @@ class Numbers(unittest.TestCase):
                                "amsgrad": False})
 
 
+class Lbfgs(unittest.TestCase):  # SEMANTICS §16.1, §16.2
+    def test_whole_number_options(self):
+        o = kit.options_in({"lr": 1, "max_iter": 3, "max_eval": 4, "history_size": 2, "tolerance_grad": 0})
+        self.assertEqual([type(o[k]) for k in ("lr", "max_iter", "max_eval", "history_size", "tolerance_grad")],
+                         [float, int, int, int, float])
+        out = kit.options_out("lbfgs", {"lr": 1, "max_iter": 3.0, "max_eval": 4, "tolerance_grad": 1e-7,
+                                        "tolerance_change": 0, "history_size": 2.0})
+        self.assertEqual(json.dumps(out), '{"lr": 1.0, "max_iter": 3, "max_eval": 4, "tolerance_grad": 1e-07, '
+                                          '"tolerance_change": 0.0, "history_size": 2}')
+
+    def test_max_eval_from_the_defaults_max_iter(self):
+        w = object()
+        self.assertEqual(kit.resolve_group("lbfgs", kit.Group(params=[w]), {"max_iter": 4})["max_eval"], 5)
+        self.assertEqual(kit.resolve_group("lbfgs", kit.Group(params=[w]), {})["max_eval"], 25)
+        own = kit.Group(params=[w], max_iter=2)
+        own.has_options = True
+        self.assertEqual(kit.resolve_group("lbfgs", own, {"max_iter": 8})["max_eval"], 10)
+        own["max_eval"] = 3
+        self.assertEqual(kit.resolve_group("lbfgs", own, {"max_iter": 8})["max_eval"], 3)
+
+    def test_state_counts_are_observed_as_ints(self):
+        fw = tiny.Tiny()
+        run = kit.Run(fw, {"params": [param("w", [1.0])], "actions": []})
+        run.setup()
+        run.optimizer = "an L-BFGS"
+        fw.state = lambda optimizer, p: {"func_evals": 3, "n_iter": 2.0, "d": "not observed", "prev_loss": 1.5}
+        self.assertEqual(run.observe_state(run.params["w"]), {"func_evals": 3, "n_iter": 2})
+
+
 class Hello(unittest.TestCase):
     def test_protocol_is_negotiated(self):
         fw = tiny.Tiny()
@@ -74,7 +103,8 @@ class Hello(unittest.TestCase):
         self.assertEqual(kit.hello(fw, 2)["protocol"], 2)
         self.assertEqual(kit.hello(fw, 3)["protocol"], 3)
         self.assertEqual(kit.hello(fw, 4)["protocol"], 4)
-        self.assertEqual(kit.hello(fw, 7)["protocol"], 4)
+        self.assertEqual(kit.hello(fw, 5)["protocol"], 5)
+        self.assertEqual(kit.hello(fw, 7)["protocol"], 5)
 
     def test_supports_computed_from_the_class(self):
         s = kit.hello(tiny.Tiny())["supports"]
@@ -85,6 +115,20 @@ class Hello(unittest.TestCase):
             self.assertIn(f, s["features"])
         for f in ("create_graph", "add_param_group", "closure"):  # lacked; no add_param_group or step_with_closure
             self.assertNotIn(f, s["features"])
+
+    def test_lbfgs_needs_step_with_closure(self):  # PROTOCOL §2a, protocol 5; SEMANTICS §16.2
+        class Every(kit.Framework):  # every optimizer, computed from the class
+            name = "every"
+            def make_optimizer(self, kind, groups, defaults): return None
+
+        class EveryWithClosure(Every):
+            def step_with_closure(self, optimizer, closure): return closure()
+        self.assertNotIn("lbfgs", kit.hello(Every())["supports"]["optimizers"])
+        self.assertIn("adam", kit.hello(Every())["supports"]["optimizers"])
+        self.assertEqual(kit.hello(EveryWithClosure())["supports"]["optimizers"]["lbfgs"],
+                         ["lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size"])
+        program = {"params": [param("w", [1.0])], "optimizer": {"type": "lbfgs", "params": ["w"]}, "actions": []}
+        self.assertEqual(kit.run_program(Every(), program), {"unsupported": "lbfgs"})
 
     def test_a_framework_without_optimizer(self):
         class Bare(kit.Framework):
