@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,123 @@ void move(std::vector<Tensor>& params, double t, const Vec& d) {
     offset += static_cast<size_t>(p.numel());
     p.bump_version();
   }
+}
+
+// The flat parameters, and writing them back in place (one version bump each): phi's copy back to x0 (SEM-16.6).
+std::vector<Vec> snapshot(const std::vector<Tensor>& params) {
+  std::vector<Vec> x;
+  for (const Tensor& p : params) {
+    Vec v(static_cast<size_t>(p.numel()));
+    for (int64_t i = 0; i < p.numel(); ++i) v[static_cast<size_t>(i)] = p.at(i);
+    x.push_back(std::move(v));
+  }
+  return x;
+}
+void restore(std::vector<Tensor>& params, const std::vector<Vec>& x) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    Tensor& p = params[k];
+    dispatch_dtype(p.dtype(), [&](auto zero) {
+      using P = decltype(zero);
+      P* values = p.data<P>();
+      for (int64_t i = 0; i < p.numel(); ++i) values[i] = static_cast<P>(x[k][static_cast<size_t>(i)]);
+    });
+    p.bump_version();
+  }
+}
+
+// SEM-16.6: the minimiser of the cubic through (x1, f1), (x2, f2) with slopes g1, g2, clamped to [lo, hi]; the
+// midpoint where the cubic has none.
+double cubic_min(double x1, double f1, double g1, double x2, double f2, double g2, double lo, double hi) {
+  const double d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2);
+  const double d2_square = d1 * d1 - g1 * g2;
+  if (!(d2_square >= 0)) return (lo + hi) / 2;
+  const double d2 = std::sqrt(d2_square);
+  const double m = x1 <= x2 ? x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+                            : x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2));
+  return std::min(std::max(m, lo), hi);
+}
+
+// One end of the line search's bracket: a step length, and the loss, gradient and slope there.
+struct Point {
+  double t = 0, f = 0;
+  Vec g;
+  double gtd = 0;
+};
+
+// SEM-16.6: a line search for the strong Wolfe conditions along d from the point of loss f, gradient g and slope gtd,
+// starting at step length t. phi(s) evaluates the closure at x0 + s d. Returns the point chosen and sets `calls`.
+template <class T>
+Point strong_wolfe(const std::function<Point(double)>& phi, double t, const Vec& d, const Point& at0,
+                   double tolerance_change, int64_t& calls) {
+  const double c1 = 1e-4, c2 = 0.9;
+  const int max_ls = 25;
+  const double gtd = at0.gtd;
+  const double d_norm = static_cast<double>(max_abs<T>(d));
+  Point now = phi(t);
+  calls = 1;
+  Point prev = at0;  // t = 0
+  std::vector<Point> bracket;
+  bool done = false;
+  int i = 0;
+  // Bracketing: a step length that satisfies the conditions, or an interval that holds one.
+  while (i < max_ls) {
+    if (now.f > at0.f + c1 * now.t * gtd || (i > 1 && now.f >= prev.f)) {
+      bracket = {prev, now};
+      break;
+    }
+    if (std::fabs(now.gtd) <= -c2 * gtd) {
+      bracket = {now};
+      done = true;
+      break;
+    }
+    if (now.gtd >= 0) {
+      bracket = {prev, now};
+      break;
+    }
+    const double next = cubic_min(prev.t, prev.f, prev.gtd, now.t, now.f, now.gtd, now.t + 0.01 * (now.t - prev.t), now.t * 10);
+    prev = now;
+    now = phi(next);
+    calls += 1;
+    i += 1;
+  }
+  if (i == max_ls) bracket = {at0, now};
+  // Zoom: shrink the bracket [low, high] (low the end of the smaller loss, the first on a tie).
+  size_t low = bracket.front().f <= bracket.back().f ? 0 : 1, high = 1 - low;
+  bool progress_short = false;
+  while (!done && i < max_ls) {
+    Point& b0 = bracket[0];
+    Point& b1 = bracket[1];
+    if (std::fabs(b1.t - b0.t) * d_norm < tolerance_change) break;
+    double s = cubic_min(b0.t, b0.f, b0.gtd, b1.t, b1.f, b1.gtd, std::min(b0.t, b1.t), std::max(b0.t, b1.t));
+    const double top = std::max(b0.t, b1.t), bottom = std::min(b0.t, b1.t);
+    const double e = 0.1 * (top - bottom);
+    if (std::min(top - s, s - bottom) < e) {  // too close to an end
+      if (progress_short || s >= top || s <= bottom) {
+        s = std::fabs(s - top) < std::fabs(s - bottom) ? top - e : bottom + e;
+        progress_short = false;
+      } else {
+        progress_short = true;
+      }
+    } else {
+      progress_short = false;
+    }
+    now = phi(s);
+    calls += 1;
+    i += 1;
+    if (now.f > at0.f + c1 * now.t * gtd || now.f >= bracket[low].f) {
+      bracket[high] = now;
+      low = bracket[0].f <= bracket[1].f ? 0 : 1;
+      high = 1 - low;
+    } else {
+      if (std::fabs(now.gtd) <= -c2 * gtd) {
+        done = true;
+      } else if (now.gtd * (bracket[high].t - bracket[low].t) >= 0) {
+        bracket[high] = bracket[low];
+      }
+      bracket[low] = now;
+    }
+  }
+  return bracket[bracket.size() == 1 ? 0 : low];
 }
 
 // SEM-16.3, the flat vectors in T.
@@ -136,18 +254,37 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
     } else {
       st.t = o.lr;
     }
-    if (static_cast<double>(dot<T>(g, d)) > -o.tolerance_change) break;           // not a descent direction
+    const T gtd = dot<T>(g, d);
+    if (static_cast<double>(gtd) > -o.tolerance_change) break;                    // not a descent direction
     if (o.line_search_fn) {  // black-box: checked here, after the first closure call and the descent check
       if (*o.line_search_fn != "strong_wolfe") throw Error(ErrorKind::Other, "only 'strong_wolfe' is supported");
-      throw Error(ErrorKind::Other, "line_search_fn 'strong_wolfe' is not implemented yet (SEM-16)");
-    }
-    move(params, st.t, d);
-    if (n != o.max_iter) {
-      loss = call(closure);
-      g = gather_flat_grad<T>(params);
+      // SEM-16.6: trial points x0 + s d, each evaluated and undone, then the move to the one chosen.
+      const std::vector<Vec> x0 = snapshot(params);
+      const auto phi = [&](double s) {
+        move(params, s, d);
+        Point at{s, call(closure), gather_flat_grad<T>(params), 0};
+        at.gtd = static_cast<double>(dot<T>(at.g, d));
+        restore(params, x0);
+        return at;
+      };
+      int64_t calls = 0;
+      Point chosen = strong_wolfe<T>(phi, st.t, d, Point{0, loss, g, static_cast<double>(gtd)}, o.tolerance_change, calls);
+      move(params, chosen.t, d);
+      st.t = chosen.t;
+      loss = chosen.f;
+      g = std::move(chosen.g);
       grad_small = max_abs<T>(g) <= o.tolerance_grad;
-      evals += 1;
-      st.func_evals += 1;
+      evals += calls;
+      st.func_evals += calls;  // counted when the search returns (SEM-16.6)
+    } else {
+      move(params, st.t, d);
+      if (n != o.max_iter) {
+        loss = call(closure);
+        g = gather_flat_grad<T>(params);
+        grad_small = max_abs<T>(g) <= o.tolerance_grad;
+        evals += 1;
+        st.func_evals += 1;
+      }
     }
     if (n == o.max_iter || evals >= max_eval) break;
     if (grad_small) break;

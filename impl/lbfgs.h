@@ -1,4 +1,5 @@
-// impl/lbfgs.h: L-BFGS without a line search (SEMANTICS §16), the one optimizer whose step calls a closure.
+// impl/lbfgs.h: L-BFGS (SEMANTICS §16), the one optimizer whose step calls a closure; without a line search (16.3)
+// or with line_search_fn "strong_wolfe" (16.6).
 //
 // The closure re-evaluates the loss and its gradients (zero the grads, forward, backward) and returns the loss;
 // the step calls it up to max_iter times and moves every parameter along the L-BFGS direction between calls.
@@ -13,8 +14,7 @@
 //   });
 //   lbfgs.lbfgs_state()->func_evals;   // closure calls over all steps (SEM-16.2)
 //
-// Not yet: line_search_fn "strong_wolfe" (its step throws; SEM-16 has not probed it), and the program model has no
-// closure yet, so neither engine adapter constructs an LBFGS.
+// The program model has no line_search_fn yet: engines construct LBFGS without one.
 #pragma once
 
 #include <cstdint>
@@ -75,8 +75,9 @@ class LBFGS : public Optimizer {
   LBFGS(std::vector<Tensor> params, const LBFGSOptions& defaults = LBFGSOptions());
   LBFGS(std::vector<ParamGroup> groups, const LBFGSOptions& defaults = LBFGSOptions());
 
-  // SEM-16.3. Returns the closure's first loss. Throws Error(other) without a closure, with more than one group
-  // (add_param_group), for a closure whose loss has more than one element, and for "strong_wolfe" (not yet).
+  // SEM-16.3, 16.6. Returns the closure's first loss. Throws Error(other) without a closure, with more than one
+  // group (add_param_group), for a closure whose loss has more than one element, and for a line_search_fn other than
+  // "strong_wolfe".
   Tensor step(const Closure& closure) override;
   void step() override;  // no closure: throws Error(other), as LibTorch's step(nullptr)
 

@@ -83,6 +83,74 @@ TEST(LBFGS, Sem16_3_ClosureCallsMatchLibTorch) {
 
 // A short history and a learning rate (`closure_calls none 1 5 0.5 2 f64 3`): loss = sum(e^w) + 10 sum((v-1)^2) +
 // sum(w^2); max_iter 5 so max_eval 6; history_size 2 drops the oldest pair.
+// SEM-16.6 against LibTorch 1.13 (`closure_calls strong_wolfe 0 5 1 100 f64 2`): every iteration's line search
+// accepts its first trial here; the same calls at the same points, the same counts and history.
+TEST(LBFGS, Sem16_6_StrongWolfeMatchesLibTorch) {
+  Problem0 pr;
+  LBFGS opt({pr.w, pr.v}, LBFGSOptions(1).set_max_iter(5).set_line_search_fn("strong_wolfe"));
+  EXPECT_EQ(opt.step([&] { return pr.loss(); }).at(0), 58.0625);
+  ASSERT_EQ(pr.calls.size(), 6u);  // one before the iterations, one per iteration's line search, the last one's too
+  const LBFGSState* st = opt.lbfgs_state();
+  EXPECT_EQ(st->func_evals, 6);
+  EXPECT_EQ(st->n_iter, 5);
+  EXPECT_EQ(st->old_dirs.size(), 4u);
+  EXPECT_EQ(st->t, 1);
+  EXPECT_NEAR(st->prev_loss, 0.10985052636540382, 1e-14);
+  EXPECT_NEAR(st->H_diag, 0.16744876173112574, 1e-12);
+  expect_near_relative(pr.calls[2], {0.77759831441824301, -0.65108947192655831, 0.94818091317849951, 0.027017904013911104,
+                                     1.7690365325251278}, 1e-13, "call 2");
+  expect_near_relative(pr.calls[5], {0.33219212729679937, -0.40287337831404058, 0.38860256673920063,
+                                     -0.043061696338035471, -0.065623712537475121}, 1e-12, "call 5");
+  // The step ends at the chosen point: the last call's, here.
+  expect_near_relative({pr.w.at(0), pr.v.at(1)}, {0.33219212729679937, -0.065623712537475121}, 1e-12, "after");
+  opt.step([&] { return pr.loss(); });
+  ASSERT_EQ(pr.calls.size(), 12u);
+  EXPECT_EQ(st->func_evals, 12);
+  EXPECT_EQ(st->n_iter, 9);
+  EXPECT_EQ(st->old_dirs.size(), 8u);
+  EXPECT_NEAR(st->H_diag, 0.78604178372906097, 1e-10);
+  expect_near_relative(pr.calls[11], {0.42648843505168221, 0.58216202030340636, 0.26589962332402589,
+                                      -0.1849584960277465, -0.2020633996337973}, 1e-10, "call 11");
+}
+
+// SEM-16.6 (`closure_calls strong_wolfe 0 3 10 100 f64 2`): lr 10 overshoots, the first trial fails the sufficient
+// decrease and the zoom's cubic step is taken; max_eval (3) ends each step after its first line search. func_evals
+// counts a search's calls when it returns, so calls inside it see the count from before it.
+TEST(LBFGS, Sem16_6_StrongWolfeZoomsAndCountsAfterTheSearch) {
+  Problem0 pr;
+  LBFGS opt({pr.w, pr.v}, LBFGSOptions(10).set_max_iter(3).set_line_search_fn("strong_wolfe"));
+  std::vector<int64_t> seen;
+  const auto closure = [&] {
+    const LBFGSState* st = opt.lbfgs_state();
+    seen.push_back(st ? st->func_evals : -1);
+    return pr.loss();
+  };
+  opt.step(closure);
+  const LBFGSState* st = opt.lbfgs_state();
+  ASSERT_EQ(pr.calls.size(), 3u);
+  EXPECT_EQ(st->func_evals, 3);
+  EXPECT_EQ(st->n_iter, 1);
+  EXPECT_NEAR(st->t, 0.071299688340632966, 1e-13);
+  expect_near_relative(pr.calls[1], {-0.58722741433021808, -0.84267912772585674, -2.3925233644859811,
+                                     -0.31074766355140188, 0.38317757009345793}, 1e-13, "call 1 (rejected)");
+  expect_near_relative(pr.calls[2], {0.30573022029439784, -0.69607414293674064, -0.51331401400731203,
+                                     -0.070848597532848348, 1.5027065448467076}, 1e-12, "call 2 (chosen)");
+  opt.step(closure);
+  ASSERT_EQ(pr.calls.size(), 6u);
+  EXPECT_EQ(st->func_evals, 6);
+  EXPECT_EQ(st->n_iter, 2);
+  EXPECT_NEAR(st->t, 1.7427116975575103, 1e-12);
+  EXPECT_NEAR(st->H_diag, 0.077956385386347526, 1e-12);
+  expect_near_relative(pr.calls[3], pr.calls[2], 0, "step 2 starts where step 1 moved");
+  expect_near_relative(pr.calls[4], {-1.2932241001422482, -0.80853975158092339, -1.8051931802231178, 1.0297132490964693,
+                                     -5.9184951297392869}, 1e-12, "call 4 (rejected)");
+  expect_near_relative(pr.calls[5], {0.027078580485891564, -0.71567365611245493, -0.73845130748682486,
+                                     0.1209476028677923, 0.20940504802326798}, 1e-11, "call 5 (chosen)");
+  // The first call of a step sees the count so far (the state exists from the first step on, as LibTorch's probe
+  // shows: 0 at the first call); the search's calls see it from before the search.
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 1, 3, 4, 4}));
+}
+
 TEST(LBFGS, Sem16_3_ShortHistoryMatchesLibTorch) {
   Tensor w = make_param({1.5, -0.5, 2.0}), v = make_param({0.25, 3.0});
   std::vector<std::vector<double>> calls;
