@@ -87,7 +87,7 @@ int run_main_with_data(int argc, char** argv, const std::vector<EngineRegistrati
     return kExitInputError;
   }
   CLI::App app{"lockstep: holds implementations of training-step semantics (grad accumulation, zero_grad, "
-               "SGD, Adam, AdamW, RMSprop, Adagrad) against LibTorch, action by action.\n"
+               "SGD, Adam, AdamW, RMSprop, Adagrad, L-BFGS) against LibTorch, action by action.\n"
                "Exit codes: 0 success, 1 discrepancies found, 2 usage or input error."};
   app.require_subcommand(1);
 

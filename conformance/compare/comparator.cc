@@ -546,20 +546,7 @@ class Comparer {
     // Optimizer state (SEMANTICS §5.3, §6.2).
     const OptimizerStateObservation& es = e.state;
     const OptimizerStateObservation& as = a.state;
-    std::vector<double> moved_scale;  // an L-BFGS move's (CompareContext::moved): the bound at k ULPs
-    if (ctx_.moved) {
-      auto it = ctx_.moved->find(n);
-      if (it != ctx_.moved->end() && it->second.magnitude.size() == e.value.data.size() &&
-          it->second.bound.size() == e.value.data.size()) {
-        const double per_ulp = k_for(Quantity::Param) * (e.value.dtype == DType::Float32 ? std::ldexp(1.0, -24)
-                                                                                          : std::ldexp(1.0, -53));
-        moved_scale.resize(e.value.data.size());
-        for (size_t i = 0; i < moved_scale.size(); ++i)
-          // Finite, however large: a bound beyond the doubles still judges the value (and is counted imprecise).
-          moved_scale[i] = std::min(std::numeric_limits<double>::max(),
-                                    std::max(it->second.magnitude[i], it->second.bound[i] / per_ulp));
-      }
-    }
+    const std::vector<double> moved_scale = moved_scale_of(n, e.value, Quantity::Param);
     const std::vector<double>* value_scale =
         !moved_scale.empty() ? &moved_scale : step.update.empty() ? nullptr : &step.update;
     auto compare_value = [&] {
@@ -701,6 +688,23 @@ class Comparer {
     }
   }
 
+  // A move between closure calls of parameter `name` (CompareContext::moved, an L-BFGS step): its bound, as a scale
+  // at k ULPs of `quantity` for `value`; empty where it did not move.
+  std::vector<double> moved_scale_of(const std::string& name, const TensorValue& value, Quantity quantity) const {
+    std::vector<double> scale;
+    if (!ctx_.moved) return scale;
+    auto it = ctx_.moved->find(name);
+    if (it == ctx_.moved->end() || it->second.magnitude.size() != value.data.size() ||
+        it->second.bound.size() != value.data.size())
+      return scale;
+    const double per_ulp = k_for(quantity) * (value.dtype == DType::Float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53));
+    scale.resize(value.data.size());
+    for (size_t i = 0; i < scale.size(); ++i)
+      // Finite, however large: a bound beyond the doubles still judges the value (and is counted imprecise).
+      scale[i] = std::min(std::numeric_limits<double>::max(), std::max(it->second.magnitude[i], it->second.bound[i] / per_ulp));
+    return scale;
+  }
+
   void compare_output() {
     const auto& e = e_.state.output;
     const auto& a = a_.state.output;
@@ -721,15 +725,21 @@ class Comparer {
     if (is_action("forward")) before = actual_before = nullptr;
     const std::vector<double>* extra =
         ctx_.scales && is_action("forward") ? &ctx_.scales->output : nullptr;
-    // The output of a forward of a bare parameter is that parameter: a step moves it at the step's scale.
+    // The output of a forward of a bare parameter is that parameter: a step moves it at the step's scale, a move
+    // between closure calls at the move's bound (SEMANTICS §16.5), wherever the move shows first.
     StepScales aliased;
-    if (is_action("step"))
-      for (const ParamObservation& p : e_.state.params)
-        if (p.value == e->value) {
-          aliased = step_scales(p);
-          if (!aliased.update.empty()) extra = &aliased.update;
-          break;
-        }
+    std::vector<double> moved;
+    for (const ParamObservation& p : e_.state.params) {
+      if (!(p.value == e->value)) continue;
+      moved = moved_scale_of(p.name, e->value, Quantity::Output);
+      if (!moved.empty()) {
+        extra = &moved;
+      } else if (is_action("step")) {
+        aliased = step_scales(p);
+        if (!aliased.update.empty()) extra = &aliased.update;
+      }
+      break;
+    }
     compare_tensor("output → value", Quantity::Output, e->value, a->value, before, actual_before, extra,
                    k_for(Quantity::Output));
   }

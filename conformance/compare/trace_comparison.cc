@@ -241,7 +241,7 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   const Action& action = program_.actions.at(index);
   if (action.closure) {  // SEMANTICS §17.3: the calls first, then the step's own record after the last of them
     std::vector<Difference> d = compare_calls(index, action, expected, actual, stats);
-    if (!d.empty() || !ended_at_singularity_.empty()) return d;
+    if (!d.empty() || !ended_at_.empty()) return d;
   } else if (!expected.calls.empty() || !actual.calls.empty() || expected.returned || actual.returned) {
     // Only a step with a closure calls one and returns a value (§17.1: step() returns an undefined tensor).
     const bool calls = !expected.calls.empty() || !actual.calls.empty();
@@ -296,18 +296,18 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       handle_param_[action.handle] = action.param;
       if (carry) budget = hold_grad_budget(action.handle, action.param, expected, actual);
       break;
-    case ActionKind::Step:
-      if (program_.optimizer && describe(program_.optimizer->kind).closure_step_model) {
-        // L-BFGS: the step's moves, followed between its calls (compare_calls); the last one shows here.
-      } else if (program_.optimizer) {
-        repeated = repeated_updates(program_.optimizer->kind, expected_previous_, expected.state.groups);
-        if (!repeated.empty()) ctx.repeated_update_peaks = &repeated;
-        if (carry) {
-          budget = step_budget(program_.optimizer->kind, expected_previous_, actual_previous_, expected, actual);
-          alias_output_budget(expected, actual, budget);
-        }
+    case ActionKind::Step: {
+      // A step that moves between its closure calls (L-BFGS) is followed by compare_calls; its last move shows here,
+      // through pending_moves_ below.
+      if (!program_.optimizer || describe(program_.optimizer->kind).closure_step_model) break;
+      repeated = repeated_updates(program_.optimizer->kind, expected_previous_, expected.state.groups);
+      if (!repeated.empty()) ctx.repeated_update_peaks = &repeated;
+      if (carry) {
+        budget = step_budget(program_.optimizer->kind, expected_previous_, actual_previous_, expected, actual);
+        alias_output_budget(expected, actual, budget);
       }
       break;
+    }
     default:
       break;
   }
@@ -315,6 +315,7 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
   std::map<std::string, CompareContext::Moved> moved;
   if (pending_moves_) {
     moves_budget(budget, moved, imprecision);
+    alias_output_budget(expected, actual, budget);  // an output that is a moved parameter moved with it
     pending_moves_.reset();
     ctx.moved = &moved;
   }
@@ -330,8 +331,8 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
   // Differences a rule of the comparison accepted (a singularity straddled, SEMANTICS §9.1, §9.2): a pass, listed.
   for (Difference& x : accepted) {
     std::string reason = x.bound;
-    if (ended_at_singularity_.empty())
-      ended_at_singularity_ = "action " + std::to_string(index) + " (" + action_name(program_.actions[index].kind) +
+    if (ended_at_.empty())
+      ended_at_ = "action " + std::to_string(index) + " (" + action_name(program_.actions[index].kind) +
                               "): " + where + difference_text(x);
     masked_.push_back(MaskedDifference{index, action_name(action.kind), std::move(x), std::move(reason), true});
   }
@@ -374,7 +375,7 @@ std::vector<Difference> TraceComparison::compare_calls(size_t index, const Actio
       const std::string where = call + ", " + action_name(closure[j].kind) + " (closure action " + std::to_string(j) + "): ";
       std::vector<Difference> d = compare_one(index, closure[j], where, e[j], a[j], stats);
       if (!d.empty()) return d;
-      if (!ended_at_singularity_.empty()) return {};  // every later record follows from it: the comparison ends (§9.2)
+      if (!ended_at_.empty()) return {};  // every later record follows from it: the comparison ends (§9.2)
     }
     if (moving && !e.empty() && !a.empty() && !follow_call(index, k, e.back(), a.back())) return {};
   }
@@ -463,7 +464,7 @@ bool TraceComparison::follow_call(size_t index, size_t k, const Record& expected
     Difference d = structure("closure calls", pe.decisions, pa.decisions);
     d.path = "call " + std::to_string(k + 1) + ": " + moving_name + " decisions";
     const std::string reason = "a decision of the " + moving_name + " step within rounding (" + moving_semantics + "): " + why;
-    ended_at_singularity_ = "action " + std::to_string(index) + " (step): " + d.path + ": " + why;
+    ended_at_ = "action " + std::to_string(index) + " (step): " + d.path + ": " + why;
     ended_why_ = "a decision of the " + moving_name + " step within rounding (" + moving_semantics + ")";
     masked_.push_back(MaskedDifference{index, "step", std::move(d), reason, true});
     return false;

@@ -64,9 +64,10 @@ class TraceComparison {
   const OptionalFieldCounts& optional_fields() const { return optional_fields_; }
   // Values judged imprecise so far (comparator.h, SEMANTICS §9.6); `first` names the record.
   const Imprecision& imprecision() const { return imprecision_; }
-  // Set when a rule accepted a NaN or infinity on one side only (a singularity straddled, SEMANTICS §9.2): every later
-  // record follows from it, so the comparison ends there ("action 3 (step): p0 → value[0] ..."), as a pass.
-  const std::string& ended_at_singularity() const { return ended_at_singularity_; }
+  // Set where the comparison ended early, as a pass ("action 3 (step): p0 → value[0] ..."): a rule accepted a NaN or
+  // infinity on one side only (a singularity straddled, SEMANTICS §9.2), or a step that moves between its closure
+  // calls took a decision within rounding (§16.5). Every later record follows from it; ended_why() says which.
+  const std::string& ended_at() const { return ended_at_; }
   // Why it ended there: "a singularity straddled (SEMANTICS §9.2)", or a decision of a step that moves between its
   // closure calls taken within rounding (SEMANTICS §16.5).
   const std::string& ended_why() const { return ended_why_; }
@@ -99,7 +100,7 @@ class TraceComparison {
   bool masked_structure_ = false;
   OptionalFieldCounts optional_fields_;
   Imprecision imprecision_;
-  std::string ended_at_singularity_;
+  std::string ended_at_;
   std::string ended_why_ = "a singularity straddled (SEMANTICS §9.2)";
   Record expected_previous_, actual_previous_;
   bool synchronised_ = false;  // the sides' numbers are equal: no budget to carry

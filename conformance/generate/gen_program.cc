@@ -459,8 +459,10 @@ OptimizerSpec make_optimizer(Picker& pick, OptimizerKind kind, const std::vector
     return own_options();
   };
   size_t structure = pick.weighted({60, 16, 6, 5, 5, 3, 5});
-  // An optimizer of one group (L-BFGS, SEM-16.1): its parameters as a list, now and then (error cases) two groups.
-  if (describe(kind).one_group) structure = options.error_cases && pick.chance(5) ? 1 : 0;
+  // An optimizer of one group (L-BFGS, SEM-16.1): its parameters as a list, or one group with its own options (where
+  // its constructor may replace some, SEM-16.1), now and then (error cases) two groups.
+  if (describe(kind).one_group)
+    structure = options.error_cases && pick.chance(5) ? 1 : (pick.chance(25) ? 6 : 0);
   // Structures the scope excludes fall back to the plain one (SEM-7.1).
   if ((structure == 1 && !groups_ok) || (structure == 3 && !allowed(options, "duplicate_param_in_group")) ||
       (structure == 4 && (!groups_ok || !allowed(options, "param_in_two_groups"))) ||
@@ -851,11 +853,20 @@ class ActionBuilder {
       if (pick_.chance(85)) {
         Action z;
         z.kind = ActionKind::ZeroGrad;
-        z.set_to_none = pick_.chance(50);
+        const int r = pick_.below(100);  // as zero_grad() draws it: SEM-4.2, SEM-4.1, or the default (SEM-12.1)
+        if (r < 40) z.set_to_none = true;
+        else if (r < 70) z.set_to_none = false;
         closure.push_back(z);
       }
       Action f = forward_action();
       f.no_grad = false;
+      // The step reads the closure's loss as a number (SEM-16.2): a loss of several elements only fails it, which an
+      // error case does now and then; otherwise it is summed.
+      if (output_ && !output_->shape.empty() && allowed(options_, "op:sum") &&
+          !(options_.error_cases && pick_.chance(10))) {
+        f.loss = sum(f.loss ? std::move(f.loss) : program_.loss);
+        output_ = TypedShape{output_->dtype, {}};
+      }
       closure.push_back(std::move(f));
       Action b = backward_action();
       b.create_graph = false;

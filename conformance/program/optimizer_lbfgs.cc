@@ -304,11 +304,13 @@ OptimizerDescription lbfgs_description() {
   d.lr_values = d.options[0].values;
   // Enough iterations to fill a short history, often (SEM-16.3: the history's oldest pair goes first), and none of the
   // default 20 iterations that wander near a minimum, where rounding decides (SEM-16.4). Nothing is validated.
-  d.generate_options = [](OptionDraws& draw, bool, bool, OptimizerOptions& o) {
+  // A group's own max_eval is drawn more often than the defaults': under defaults without one, the C++ constructor
+  // replaces it (SEM-16.1, situation lbfgs_group_max_eval_replaced), which the comparison and profiles must meet.
+  d.generate_options = [](OptionDraws& draw, bool for_defaults, bool, OptimizerOptions& o) {
     if (draw.chance(70)) o.lr = draw.lr({1.0, 0.5, 0.1, 0.05});
     if (draw.chance(85)) o.max_iter = draw.element(std::vector<double>{2, 3, 4, 5, 6, 8, 1});
     if (draw.chance(60)) o.history_size = draw.element(std::vector<double>{2, 3, 1});
-    if (draw.chance(12)) o.max_eval = draw.element(std::vector<double>{1, 2, 3, 6});
+    if (draw.chance(for_defaults ? 12 : 40)) o.max_eval = draw.element(std::vector<double>{1, 2, 3, 6});
     if (draw.chance(12)) o.tolerance_grad = draw.element(std::vector<double>{1e-5, 1e-3, 0.0});
     if (draw.chance(12)) o.tolerance_change = draw.element(std::vector<double>{1e-6, 1e-4, 0.0});
   };

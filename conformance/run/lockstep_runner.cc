@@ -181,8 +181,8 @@ class Run {
       if (!free_running || structural) return false;
       return true;
     }
-    if (!comparison.ended_at_singularity().empty()) {
-      result_.stop_reason = comparison.ended_why() + " at " + comparison.ended_at_singularity() +
+    if (!comparison.ended_at().empty()) {
+      result_.stop_reason = comparison.ended_why() + " at " + comparison.ended_at() +
                             ": the later records follow from it and are not compared";
       return false;
     }

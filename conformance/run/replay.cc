@@ -178,7 +178,7 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
         keep_masked();
         return fail("mismatch", "");
       }
-      if (!comparison.ended_at_singularity().empty()) break;  // SEMANTICS §9.2: the later records follow from it
+      if (!comparison.ended_at().empty()) break;  // SEMANTICS §9.2: the later records follow from it
     }
     keep_masked();
     if (actual.records.size() > program.actions.size())

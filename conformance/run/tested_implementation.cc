@@ -64,8 +64,8 @@ LockstepResult compare_recorded_traces(const Program& program, const Trace& expe
     r.actions_run = i + 1;
     if (!record(i, name, comparison.compare_action(i, expected.records[i], actual.records[i], &stats), stats))
       return done();
-    if (!comparison.ended_at_singularity().empty()) {  // SEMANTICS §9.2: the later records follow from it
-      r.stop_reason = comparison.ended_why() + " at " + comparison.ended_at_singularity() +
+    if (!comparison.ended_at().empty()) {  // SEMANTICS §9.2: the later records follow from it
+      r.stop_reason = comparison.ended_why() + " at " + comparison.ended_at() +
                       ": the later records follow from it and are not compared";
       return done();
     }

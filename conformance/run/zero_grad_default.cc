@@ -2,16 +2,25 @@
 
 namespace lockstep {
 
+// A step's closure actions are the program's actions too (SEMANTICS §17.2): a zero_grad() there is spelled out alike.
 Program spell_out_zero_grad(const Program& program, bool set_to_none) {
   Program p = program;
-  for (Action& a : p.actions)
+  for (Action& a : p.actions) {
     if (a.kind == ActionKind::ZeroGrad && !a.set_to_none) a.set_to_none = set_to_none;
+    if (a.closure)
+      for (Action& c : *a.closure)
+        if (c.kind == ActionKind::ZeroGrad && !c.set_to_none) c.set_to_none = set_to_none;
+  }
   return p;
 }
 
 bool uses_zero_grad_default(const Program& program) {
-  for (const Action& a : program.actions)
+  for (const Action& a : program.actions) {
     if (a.kind == ActionKind::ZeroGrad && !a.set_to_none) return true;
+    if (a.closure)
+      for (const Action& c : *a.closure)
+        if (c.kind == ActionKind::ZeroGrad && !c.set_to_none) return true;
+  }
   return false;
 }
 

@@ -24,7 +24,7 @@ namespace lockstep {
 
 inline constexpr const char* kZeroGradDefaultRule = "zero-grad-default";
 
-// `program` with every zero_grad() given set_to_none = `set_to_none`.
+// `program` with every zero_grad() given set_to_none = `set_to_none`, those of a step's closure too (SEMANTICS §17.2).
 Program spell_out_zero_grad(const Program& program, bool set_to_none);
 bool uses_zero_grad_default(const Program& program);
 
