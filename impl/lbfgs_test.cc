@@ -81,8 +81,6 @@ TEST(LBFGS, Sem16_3_ClosureCallsMatchLibTorch) {
                                       -0.24999977397901665, -0.2499995859670423}, 1e-12, "call 22");
 }
 
-// A short history and a learning rate (`closure_calls none 1 5 0.5 2 f64 3`): loss = sum(e^w) + 10 sum((v-1)^2) +
-// sum(w^2); max_iter 5 so max_eval 6; history_size 2 drops the oldest pair.
 // SEM-16.6 against LibTorch 1.13 (`closure_calls strong_wolfe 0 5 1 100 f64 2`): every iteration's line search
 // accepts its first trial here; the same calls at the same points, the same counts and history.
 TEST(LBFGS, Sem16_6_StrongWolfeMatchesLibTorch) {
@@ -151,6 +149,8 @@ TEST(LBFGS, Sem16_6_StrongWolfeZoomsAndCountsAfterTheSearch) {
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 1, 3, 4, 4}));
 }
 
+// A short history and a learning rate (`closure_calls none 1 5 0.5 2 f64 3`): loss = sum(e^w) + 10 sum((v-1)^2) +
+// sum(w^2); max_iter 5 so max_eval 6; history_size 2 drops the oldest pair.
 TEST(LBFGS, Sem16_3_ShortHistoryMatchesLibTorch) {
   Tensor w = make_param({1.5, -0.5, 2.0}), v = make_param({0.25, 3.0});
   std::vector<std::vector<double>> calls;

@@ -727,18 +727,25 @@ class Comparer {
         ctx_.scales && is_action("forward") ? &ctx_.scales->output : nullptr;
     // The output of a forward of a bare parameter is that parameter: a step moves it at the step's scale, a move
     // between closure calls at the move's bound (SEMANTICS §16.5), wherever the move shows first.
-    StepScales aliased;
-    std::vector<double> moved;
+    // The output is a parameter where it holds that parameter's values on both sides (a trace carries no identity);
+    // of several such, a moved one.
+    const ParamObservation* alias = nullptr;
     for (const ParamObservation& p : e_.state.params) {
-      if (!(p.value == e->value)) continue;
-      moved = moved_scale_of(p.name, e->value, Quantity::Output);
-      if (!moved.empty()) {
-        extra = &moved;
-      } else if (is_action("step")) {
-        aliased = step_scales(p);
-        if (!aliased.update.empty()) extra = &aliased.update;
-      }
-      break;
+      const ParamObservation* pa = a_.state.param(p.name);
+      if (!(p.value == e->value) || !pa || !(pa->value == a->value)) continue;
+      const bool moved_here = ctx_.moved && ctx_.moved->count(p.name) > 0;
+      if (!alias || moved_here) alias = &p;
+      if (moved_here) break;
+    }
+    StepScales aliased;
+    std::vector<double> moved = alias ? moved_scale_of(alias->name, e->value, Quantity::Output) : std::vector<double>{};
+    if (!moved.empty()) {
+      if (extra && extra->size() == moved.size())  // a forward right after the move: its operands' scale as well
+        for (size_t i = 0; i < moved.size(); ++i) moved[i] = std::max(moved[i], (*extra)[i]);
+      extra = &moved;
+    } else if (alias && is_action("step")) {
+      aliased = step_scales(*alias);
+      if (!aliased.update.empty()) extra = &aliased.update;
     }
     compare_tensor("output → value", Quantity::Output, e->value, a->value, before, actual_before, extra,
                    k_for(Quantity::Output));

@@ -853,10 +853,21 @@ class ActionBuilder {
       if (pick_.chance(85)) {
         Action z;
         z.kind = ActionKind::ZeroGrad;
-        const int r = pick_.below(100);  // as zero_grad() draws it: SEM-4.2, SEM-4.1, or the default (SEM-12.1)
+        // As zero_grad() draws it: SEM-4.2, SEM-4.1, or the default (SEM-12.1); fitted to the scope as push() fits
+        // it (the closure's actions do not pass through push()), left out where no spelling is allowed.
+        const int r = pick_.below(100);
         if (r < 40) z.set_to_none = true;
         else if (r < 70) z.set_to_none = false;
-        closure.push_back(z);
+        auto feature = [](const std::optional<bool>& v) {
+          return !v ? "zero_grad_default" : *v ? "set_to_none" : "zero_grad";
+        };
+        bool fits = allowed(options_, feature(z.set_to_none));
+        for (const std::optional<bool>& c : {std::optional<bool>(), std::optional<bool>(false), std::optional<bool>(true)})
+          if (!fits && allowed(options_, feature(c))) {
+            z.set_to_none = c;
+            fits = true;
+          }
+        if (fits) closure.push_back(z);
       }
       Action f = forward_action();
       f.no_grad = false;

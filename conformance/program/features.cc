@@ -173,7 +173,7 @@ std::set<std::string> program_features(const Program& program) {
       scan_group(g, o);
     }
     for (const SituationDescription& s : describe(o.kind).situations)
-      if (s.in(program)) f.insert(s.name);
+      if (s.in && s.in(program)) f.insert(s.name);
   }
 
   bool freed = false;    // the held output was backpropagated without retaining its graph

@@ -25,6 +25,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conformance/program/program.h"
@@ -32,6 +33,8 @@
 namespace lockstep {
 
 struct FeatureInfo {
+  FeatureInfo(std::string name, std::string category, std::string meaning, std::string optimizer = "")
+      : name(std::move(name)), category(std::move(category)), meaning(std::move(meaning)), optimizer(std::move(optimizer)) {}
   std::string name;      // "retain_graph", "op:matmul", "adam.amsgrad"
   std::string category;  // "dtype", "op", "optimizer", "option", "feature", "situation"
   std::string meaning;   // one line, citing SEMANTICS

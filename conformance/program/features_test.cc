@@ -576,6 +576,11 @@ TEST(Features, LbfgsGroupMaxEvalReplaced) {
   EXPECT_EQ(find_feature("lbfgs.max_eval")->optimizer, "lbfgs");
   EXPECT_EQ(find_feature("amsgrad_change")->optimizer, "");
 
+  OptimizerOptions computed;
+  computed.max_eval = 25;  // what the constructor would set (the default max_iter 20 * 5 / 4): nothing differs
+  p.optimizer->groups[0].options = computed;
+  EXPECT_FALSE(has(program_features(p), "lbfgs_group_max_eval_replaced"));
+
   p = with_optimizer(OptimizerKind::LBFGS, own);  // the defaults give it too: the group keeps its own
   p.optimizer->groups[0].options = own;
   EXPECT_FALSE(has(program_features(p), "lbfgs_group_max_eval_replaced"));

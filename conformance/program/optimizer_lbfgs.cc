@@ -350,9 +350,12 @@ OptimizerDescription lbfgs_description() {
       {"lbfgs_group_max_eval_replaced",
        "L-BFGS's first group gives max_eval while the defaults do not: the C++ constructor replaces it (SEM-16.1, "
        "SEM-11.14)",
-       [](const Program& p) {
+       [](const Program& p) {  // only where the value replaced differs from the one computed
          const OptimizerSpec& o = *p.optimizer;
-         return !o.defaults.max_eval && !o.groups.empty() && o.groups[0].options && o.groups[0].options->max_eval;
+         if (o.defaults.max_eval || o.groups.empty() || !o.groups[0].options || !o.groups[0].options->max_eval)
+           return false;
+         const double computed = std::floor(o.defaults.max_iter.value_or(20) * 5 / 4);
+         return *o.groups[0].options->max_eval != computed;
        }},
   };
   return d;

@@ -50,7 +50,7 @@ PY
 plant minus-infinity-lost 'return "Infinity" if x > 0 else "-Infinity"' 'return "Infinity"'
 plant grad-always-same 'g["same_as_previous"] = self.same(grad, self.previous_grad[name])' 'g["same_as_previous"] = True'
 plant lbfgs-counts-lost 'for key in STATE_COUNTS:' 'for key in ():'
-plant lbfgs-without-closure-declared 'if k not in _OPTIMIZER_NEEDS or self.has(_OPTIMIZER_NEEDS[k])' 'if True'
+plant lbfgs-without-closure-declared 'if k not in _OPTIMIZER_NEEDS or self.has(_OPTIMIZER_NEEDS[k])}' 'if True}'
 
 # The guide's copy of the example is the example.
 check '

@@ -186,17 +186,23 @@ def options_in(options):
         elif k in FLAGS:
             out[k] = bool(v)
         elif k in INTEGERS:
-            out[k] = int(v)
+            x = number_in(v)
+            if not (math.isfinite(x) and x == int(x)):
+                raise EngineError("invalid_option", "%s must be a whole number, not %r" % (k, v))
+            out[k] = int(x)
         else:
             out[k] = number_in(v)
     return out
 
 
 def options_out(kind, group):
-    """Every option of `kind` read from a param group (a mapping) -> the trace's "options"."""
+    """Every option of `kind` read from a param group (a mapping) -> the trace's "options"; an unset one (None:
+    L-BFGS's max_eval of a group added later, SEM-16.1) is left out, as the C++ trace leaves it."""
     out = {}
     for k in FIELDS[kind]:
-        v = group[k]
+        v = group.get(k)
+        if v is None:
+            continue
         if k == "betas":
             out[k] = [number_out(float(v[0])), number_out(float(v[1]))]
         elif k in FLAGS:
@@ -221,14 +227,18 @@ def resolve_group(kind, group, defaults):
     own = {k: v for k, v in group.items() if k != "params"}
     resolved = dict(OPTION_DEFAULTS[kind])
     resolved.update(own if getattr(group, "has_options", bool(own)) or own else defaults)
-    if "max_eval" in resolved and resolved["max_eval"] is None:  # L-BFGS: from the defaults' max_iter (SEM-16.1)
-        resolved["max_eval"] = int(defaults.get("max_iter", OPTION_DEFAULTS[kind]["max_iter"])) * 5 // 4
     resolved["params"] = list(group["params"])
-    return resolved
+    return resolved  # L-BFGS: max_eval None where unset (a group added later keeps it unset, SEM-16.1)
 
 
 def resolve_groups(kind, groups, defaults):
-    return [resolve_group(kind, g, defaults) for g in groups]
+    """The groups an optimizer is constructed with, resolved by resolve_group; L-BFGS's constructor then sets the first
+    group's max_eval from the defaults' max_iter (max_iter * 5 // 4) where the defaults give none, replacing the
+    group's own (SEM-16.1; Python keeps the group's: SEM-11.14)."""
+    resolved = [resolve_group(kind, g, defaults) for g in groups]
+    if "max_eval" in OPTION_DEFAULTS[kind] and defaults.get("max_eval") is None and resolved:
+        resolved[0]["max_eval"] = int(defaults.get("max_iter", OPTION_DEFAULTS[kind]["max_iter"])) * 5 // 4
+    return resolved
 
 
 def _is_default(kind, option, value):
@@ -299,8 +309,9 @@ class Framework:
         if self.optimizers is not None:
             optimizers = {k: list(v) for k, v in self.optimizers.items()}
         else:
-            optimizers = {k: list(v) for k, v in FIELDS.items()
-                          if k not in _OPTIMIZER_NEEDS or self.has(_OPTIMIZER_NEEDS[k])} if self.has("make_optimizer") else {}
+            optimizers = {k: list(v) for k, v in FIELDS.items()} if self.has("make_optimizer") else {}
+        # Declared or computed, an optimizer that needs a method the class lacks is not had (L-BFGS: step(closure)).
+        optimizers = {k: v for k, v in optimizers.items() if k not in _OPTIMIZER_NEEDS or self.has(_OPTIMIZER_NEEDS[k])}
         features = []
         for f in FEATURES:
             if f in self.lacks or (f in _FEATURE_NEEDS and not self.has(_FEATURE_NEEDS[f])):

@@ -79,13 +79,27 @@ class Lbfgs(unittest.TestCase):  # SEMANTICS §16.1, §16.2
 
     def test_max_eval_from_the_defaults_max_iter(self):
         w = object()
-        self.assertEqual(kit.resolve_group("lbfgs", kit.Group(params=[w]), {"max_iter": 4})["max_eval"], 5)
-        self.assertEqual(kit.resolve_group("lbfgs", kit.Group(params=[w]), {})["max_eval"], 25)
+        first = lambda group, defaults: kit.resolve_groups("lbfgs", [group], defaults)[0]["max_eval"]  # noqa: E731
+        self.assertEqual(first(kit.Group(params=[w]), {"max_iter": 4}), 5)
+        self.assertEqual(first(kit.Group(params=[w]), {}), 25)
         own = kit.Group(params=[w], max_iter=2)
         own.has_options = True
-        self.assertEqual(kit.resolve_group("lbfgs", own, {"max_iter": 8})["max_eval"], 10)
+        self.assertEqual(first(own, {"max_iter": 8}), 10)  # the defaults' max_iter, not the group's
         own["max_eval"] = 3
-        self.assertEqual(kit.resolve_group("lbfgs", own, {"max_iter": 8})["max_eval"], 3)
+        self.assertEqual(first(own, {"max_iter": 8}), 10)  # replaced, as the C++ constructor does (SEM-16.1)
+        self.assertEqual(first(own, {"max_iter": 8, "max_eval": 7}), 3)  # kept where the defaults give one
+        # A group added later keeps max_eval unset, and the trace leaves it out.
+        added = kit.resolve_group("lbfgs", kit.Group(params=[w]), {"max_iter": 4})
+        self.assertIsNone(added["max_eval"])
+        self.assertNotIn("max_eval", kit.options_out("lbfgs", added))
+
+    def test_whole_numbers_only(self):
+        with self.assertRaises(kit.EngineError) as e:
+            kit.options_in({"max_iter": 2.5})
+        self.assertEqual(e.exception.kind, "invalid_option")
+        with self.assertRaises(kit.EngineError):
+            kit.options_in({"history_size": "NaN"})
+        self.assertEqual(kit.options_in({"max_iter": 3.0})["max_iter"], 3)
 
     def test_state_counts_are_observed_as_ints(self):
         fw = tiny.Tiny()
@@ -129,6 +143,10 @@ class Hello(unittest.TestCase):
                          ["lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size"])
         program = {"params": [param("w", [1.0])], "optimizer": {"type": "lbfgs", "params": ["w"]}, "actions": []}
         self.assertEqual(kit.run_program(Every(), program), {"unsupported": "lbfgs"})
+
+        class Declares(Every):  # an explicit declaration is held to the same need
+            optimizers = {"sgd": ["lr"], "lbfgs": ["lr"]}
+        self.assertEqual(kit.hello(Declares())["supports"]["optimizers"], {"sgd": ["lr"]})
 
     def test_a_framework_without_optimizer(self):
         class Bare(kit.Framework):
