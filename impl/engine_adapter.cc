@@ -128,6 +128,7 @@ void apply(impl::LBFGSOptions& to, const OptimizerOptions& o) {
   if (o.tolerance_grad) to.tolerance_grad = *o.tolerance_grad;
   if (o.tolerance_change) to.tolerance_change = *o.tolerance_change;
   if (o.history_size) to.history_size = static_cast<int64_t>(*o.history_size);
+  if (o.line_search_fn) to.line_search_fn = *o.line_search_fn;
 }
 
 // impl's option type of `kind` with its defaults, the given fields set (1.13 rule, SEM-7.1).
@@ -214,6 +215,7 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
       o.tolerance_grad = l.tolerance_grad;
       o.tolerance_change = l.tolerance_change;
       o.history_size = static_cast<double>(l.history_size);
+      o.line_search_fn = l.line_search_fn;
       break;
     }
   }

@@ -153,7 +153,6 @@ Point strong_wolfe(const std::function<Point(double)>& phi, double t, const Vec&
   while (!done && i < max_ls) {
     Point& b0 = bracket[0];
     Point& b1 = bracket[1];
-    if (std::fabs(b1.t - b0.t) * d_norm < tolerance_change) break;
     double s = cubic_min(b0.t, b0.f, b0.gtd, b1.t, b1.f, b1.gtd, std::min(b0.t, b1.t), std::max(b0.t, b1.t));
     const double top = std::max(b0.t, b1.t), bottom = std::min(b0.t, b1.t);
     const double e = 0.1 * (top - bottom);
@@ -182,6 +181,9 @@ Point strong_wolfe(const std::function<Point(double)>& phi, double t, const Vec&
       }
       bracket[low] = now;
     }
+    // The bracket's width is tested after each trial: a bracket the bracketing phase left narrower than this still
+    // gets one trial (the C++ API; Python tests before it, SEM-11.17).
+    if (std::fabs(bracket[1].t - bracket[0].t) * d_norm < tolerance_change) break;
   }
   return bracket[bracket.size() == 1 ? 0 : low];
 }
@@ -268,7 +270,8 @@ void lbfgs_iterations(std::vector<Tensor>& params, const LBFGSOptions& o, LBFGSS
         return at;
       };
       int64_t calls = 0;
-      Point chosen = strong_wolfe<T>(phi, st.t, d, Point{0, loss, g, static_cast<double>(gtd)}, o.tolerance_change, calls);
+      // The search's bracket-width test reads 1e-9, not the option (SEM-16.6).
+      Point chosen = strong_wolfe<T>(phi, st.t, d, Point{0, loss, g, static_cast<double>(gtd)}, 1e-9, calls);
       move(params, chosen.t, d);
       st.t = chosen.t;
       loss = chosen.f;

@@ -13,8 +13,6 @@
 //     return loss;
 //   });
 //   lbfgs.lbfgs_state()->func_evals;   // closure calls over all steps (SEM-16.2)
-//
-// The program model has no line_search_fn yet: engines construct LBFGS without one.
 #pragma once
 
 #include <cstdint>

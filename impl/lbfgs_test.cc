@@ -151,6 +151,30 @@ TEST(LBFGS, Sem16_6_StrongWolfeZoomsAndCountsAfterTheSearch) {
 
 // A short history and a learning rate (`closure_calls none 1 5 0.5 2 f64 3`): loss = sum(e^w) + 10 sum((v-1)^2) +
 // sum(w^2); max_iter 5 so max_eval 6; history_size 2 drops the oldest pair.
+// SEM-16.6 (`search_width.cc`, `search_tolerance.py`): on mean(w) with a backward gradient that is not its slope the
+// bracketing phase ends at two equal losses 1e-8 apart in t. The C++ API still makes one zoom trial (7 calls; Python
+// makes none: 6), and the search's bracket width is tested against 1e-9 whatever tolerance_change is.
+TEST(LBFGS, Sem16_6_TheZoomTestsTheBracketAfterItsTrialAgainst1e9) {
+  for (double tolerance_change : {1e-9, 0.0, 1.220703125e-4}) {
+    std::vector<double> start(9, 0.0);
+    start[7] = 8388608.0;
+    Tensor w = make_param(start);
+    std::vector<double> w0;
+    LBFGS opt({w}, LBFGSOptions(1).set_max_eval(0).set_tolerance_change(tolerance_change).set_line_search_fn("strong_wolfe"));
+    opt.step([&] {
+      double sum = 0;
+      for (int i = 0; i < 9; ++i) sum += w.at(i);
+      set_grad(w, std::vector<double>(9, 0.04998779296875 / 9));
+      w0.push_back(w.at(0));
+      return Tensor::scalar(DType::Float64, sum / 9);
+    });
+    ASSERT_EQ(w0.size(), 7u) << "tolerance_change " << tolerance_change;
+    EXPECT_EQ(w0[5], -0.0056103022406005848);
+    EXPECT_EQ(w0[6], -0.0056103021967959972);  // the zoom's trial inside a bracket 5.6e-11 wide
+    EXPECT_EQ(w.at(0), -0.0056103021850585938);  // the low end: the first of the equal losses
+  }
+}
+
 TEST(LBFGS, Sem16_3_ShortHistoryMatchesLibTorch) {
   Tensor w = make_param({1.5, -0.5, 2.0}), v = make_param({0.25, 3.0});
   std::vector<std::vector<double>> calls;

@@ -172,6 +172,7 @@ void apply(torch::optim::LBFGSOptions& to, const OptimizerOptions& o) {
   if (o.tolerance_grad) to.tolerance_grad(*o.tolerance_grad);
   if (o.tolerance_change) to.tolerance_change(*o.tolerance_change);
   if (o.history_size) to.history_size(static_cast<int64_t>(*o.history_size));
+  if (o.line_search_fn) to.line_search_fn(*o.line_search_fn);
 }
 
 template <class Options>
@@ -243,6 +244,7 @@ OptimizerOptions observe_options(OptimizerKind kind, const torch::optim::Optimiz
     o.tolerance_grad = l.tolerance_grad();
     o.tolerance_change = l.tolerance_change();
     o.history_size = static_cast<double>(l.history_size());
+    if (const auto ls = l.line_search_fn()) o.line_search_fn = *ls;
   } else if (kind == OptimizerKind::SGD) {
     const auto& s = static_cast<const torch::optim::SGDOptions&>(options);
     o.lr = s.lr();

@@ -253,6 +253,31 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   return compare_one(index, action, "", std::move(expected), std::move(actual), stats);
 }
 
+// After a re-synchronisation the engine's saved tensors that alias its parameters (a leaf saved by the forward) hold
+// the re-synchronised numbers, and those it computed (an intermediate) its own: the grad of a backward through such a
+// graph lies between the centre at the expected side's inputs and the one at the actual side's (first order). It is
+// judged at their midpoint, its scale widened by their whole distance.
+void TraceComparison::widen_after_resynchronisation(ErrorBudget& budget, OperandScales& scales) const {
+  const std::string suffix = " → grad";
+  for (auto& [field, shift] : budget.fields) {
+    if (field.size() <= suffix.size() || field.compare(field.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string name = field.substr(0, field.size() - suffix.size());
+    auto scale = scales.grad.find(name);
+    const ParamObservation* p = expected_previous_.state.param(name);
+    if (scale == scales.grad.end() || !p || scale->second.size() != shift.size()) continue;
+    const double per_ulp = tolerance_.k(Quantity::Grad) * (p->value.dtype == DType::Float32 ? std::ldexp(1.0, -24)
+                                                                                             : std::ldexp(1.0, -53));
+    for (size_t i = 0; i < shift.size(); ++i) {
+      const double distance = std::fabs(shift[i]);
+      shift[i] /= 2;
+      scale->second[i] = std::max(scale->second[i], distance / per_ulp);
+    }
+    for (const auto& [handle, param] : handle_param_)
+      if (param == name) budget.fields["handle " + handle + " → value"] = shift;
+  }
+}
+
 std::vector<Difference> TraceComparison::compare_one(size_t index, const Action& action, const std::string& where,
                                                      Record expected, Record actual, ErrorStats* stats) {
   CompareContext ctx;
@@ -290,6 +315,7 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
         if (carry || inputs_differ)
           budget = backward_budget(*held_->loss, held_->expected_state, held_->actual_state, gradient,
                                    expected_previous_, actual_previous_, handle_param_);
+        if (!carry && inputs_differ && ctx.scales) widen_after_resynchronisation(budget, *ctx.scales);
       }
       break;
     case ActionKind::HoldGrad:
@@ -467,6 +493,16 @@ bool TraceComparison::follow_call(size_t index, size_t k, const Record& expected
     ended_at_ = "action " + std::to_string(index) + " (step): " + d.path + ": " + why;
     ended_why_ = "a decision of the " + moving_name + " step within rounding (" + moving_semantics + ")";
     masked_.push_back(MaskedDifference{index, "step", std::move(d), reason, true});
+    return false;
+  }
+  // Where the oracle's next call is one another API does not make (PlannedMove::api_parting) and the implementation's
+  // API profile accepts that field, the sides may part here: the comparison ends, as a pass, listed.
+  if (!pe.api_parting.empty() &&
+      apply_mask({structure(pe.api_parting, "a call", "none (another API)")}, index, &program_.actions[index], "step",
+                 expected_last, actual_last)
+          .empty()) {
+    ended_at_ = "action " + std::to_string(index) + " (step): call " + std::to_string(k + 1) + ": " + pe.api_parting;
+    ended_why_ = "the implementation's API parts from the C++ API here (its profile's rule)";
     return false;
   }
   if (pe.moves && pa.moves) pending_moves_ = PendingMoves{pe, pa};

@@ -114,6 +114,7 @@ class TraceComparison {
   std::optional<PendingMoves> pending_moves_;
   // The moves' budget and scales for the record compared now (compare_one).
   // A move whose every element's bound is at least its size is counted in `imprecise` (SEMANTICS §9.6).
+  void widen_after_resynchronisation(ErrorBudget& budget, OperandScales& scales) const;
   void moves_budget(ErrorBudget& budget, std::map<std::string, CompareContext::Moved>& moved,
                     Imprecision& imprecise) const;
   // After call `k` of a step (its records compared): feeds both models; false where the comparison ends there.

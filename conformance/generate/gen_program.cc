@@ -389,6 +389,9 @@ void generate_described_options(OptionDraws& draw, const OptimizerDescription& d
       case OptionType::Pair:
         o.*od.pair = od.pair_values.empty() || draw.chance(20) ? od.default_pair : draw.element(od.pair_values);
         break;
+      case OptionType::Text:
+        if (!od.text_values.empty()) o.*od.text = draw.element(od.text_values);
+        break;
     }
   }
   if (invalid_allowed && draw.chance(for_defaults ? 4 : 10)) {

@@ -110,6 +110,7 @@ bool is_set(const OptionDescription& d, const OptimizerOptions& o) {
     case OptionType::Number: return (o.*d.number).has_value();
     case OptionType::Flag: return (o.*d.flag).has_value();
     case OptionType::Pair: return (o.*d.pair).has_value();
+    case OptionType::Text: return (o.*d.text).has_value();
   }
   return false;
 }
@@ -119,6 +120,7 @@ void unset(const OptionDescription& d, OptimizerOptions& o) {
     case OptionType::Number: (o.*d.number).reset(); break;
     case OptionType::Flag: (o.*d.flag).reset(); break;
     case OptionType::Pair: (o.*d.pair).reset(); break;
+    case OptionType::Text: (o.*d.text).reset(); break;
   }
 }
 
@@ -128,6 +130,7 @@ void copy_if_set(const OptionDescription& d, const OptimizerOptions& from, Optim
     case OptionType::Number: to.*d.number = from.*d.number; break;
     case OptionType::Flag: to.*d.flag = from.*d.flag; break;
     case OptionType::Pair: to.*d.pair = from.*d.pair; break;
+    case OptionType::Text: to.*d.text = from.*d.text; break;
   }
 }
 
@@ -137,6 +140,7 @@ void set_default(const OptionDescription& d, OptimizerOptions& o) {
     case OptionType::Number: o.*d.number = d.default_number; break;
     case OptionType::Flag: o.*d.flag = d.default_flag; break;
     case OptionType::Pair: o.*d.pair = d.default_pair; break;
+    case OptionType::Text: break;  // no value
   }
 }
 
@@ -148,6 +152,7 @@ bool is_default(const OptionDescription& d, const OptimizerOptions& o) {
     case OptionType::Pair:
       return same_number((o.*d.pair)->first, d.default_pair.first) &&
              same_number((o.*d.pair)->second, d.default_pair.second);
+    case OptionType::Text: return false;  // the default is no value
   }
   return false;
 }
@@ -159,6 +164,7 @@ std::string option_text(const OptionDescription& d, const OptimizerOptions& o) {
     case OptionType::Flag: return *(o.*d.flag) ? "true" : "false";
     case OptionType::Pair:
       return "(" + number_text((o.*d.pair)->first) + ", " + number_text((o.*d.pair)->second) + ")";
+    case OptionType::Text: return *(o.*d.text);
   }
   return "";
 }

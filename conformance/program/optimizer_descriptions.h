@@ -29,7 +29,7 @@
 
 namespace lockstep {
 
-enum class OptionType { Number, Flag, Pair };
+enum class OptionType { Number, Flag, Pair, Text };
 
 struct OptionDescription {
   const char* name = "";  // the JSON key and the option's name in LibTorch: "lr", "betas"
@@ -38,6 +38,7 @@ struct OptionDescription {
   std::optional<double> OptimizerOptions::*number = nullptr;
   std::optional<bool> OptimizerOptions::*flag = nullptr;
   std::optional<std::pair<double, double>> OptimizerOptions::*pair = nullptr;
+  std::optional<std::string> OptimizerOptions::*text = nullptr;
   // A whole number (L-BFGS's max_iter): read and written as a JSON integer, validated as one.
   bool integer = false;
   // The option type's default. Without one (SGD's lr) a full set of options must give it.
@@ -48,11 +49,13 @@ struct OptionDescription {
   double default_number = 0;
   bool default_flag = false;
   std::pair<double, double> default_pair{0, 0};
+  // A text option's default is no value (L-BFGS's line_search_fn: none); resolved options leave it unset.
   // Generator: valid values besides the default, and values the constructor rejects (invalid_option).
   std::vector<double> values;
   std::vector<std::pair<double, double>> pair_values;
   std::vector<double> invalid_values;
   std::vector<std::pair<double, double>> invalid_pair_values;
+  std::vector<std::string> text_values;
   // Valid values whose results hang on the last bit of a rounding (RMSprop's alpha 0, SEM-14.3): the generator
   // does not pick them and the shrinker does not try them (a shrunk failure must not drift into one).
   std::vector<double> unstable_values;
@@ -136,6 +139,9 @@ struct PlannedMove {
   // The decisions taken, in order ("descent", "pair kept", ...): where the sides' models agree on every decision, the
   // sides' structure (their calls) must agree too.
   std::string decisions;
+  // Non-empty where the next call is one another API of the framework legitimately does not make (SEMANTICS §11):
+  // the field path an API profile's rule may accept ("lbfgs zoom → ..."), where the implementation stops here.
+  std::string api_parting;
 };
 // A situation (SEMANTICS §13) of one optimizer's programs: a constellation where APIs legitimately differ, named by API
 // profiles (§11). Its name is a feature of program_features(), present where `in` holds for a program of this
@@ -259,7 +265,8 @@ void copy_if_set(const OptionDescription& d, const OptimizerOptions& from, Optim
 void set_default(const OptionDescription& d, OptimizerOptions& o);
 // Whether the set field equals the option type's default (bitwise; an unset field is not).
 bool is_default(const OptionDescription& d, const OptimizerOptions& o);
-std::string option_text(const OptionDescription& d, const OptimizerOptions& o);  // "0.9", "true", "(0.9, 0.999)"
+// "0.9", "true", "(0.9, 0.999)", "strong_wolfe"
+std::string option_text(const OptionDescription& d, const OptimizerOptions& o);
 
 // The options of `kind` with every field set: the option type's defaults under the given fields.
 OptimizerOptions resolved_options(OptimizerKind kind, const OptimizerOptions& given);
@@ -298,6 +305,16 @@ inline OptionDescription pair_option(const char* name, std::optional<std::pair<d
   d.default_pair = default_value;
   d.pair_values = std::move(values);
   d.invalid_pair_values = std::move(invalid_values);
+  return d;
+}
+
+inline OptionDescription text_option(const char* name, std::optional<std::string> OptimizerOptions::*field,
+                                     std::vector<std::string> values) {
+  OptionDescription d;
+  d.name = name;
+  d.type = OptionType::Text;
+  d.text = field;
+  d.text_values = std::move(values);
   return d;
 }
 

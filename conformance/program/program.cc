@@ -96,6 +96,9 @@ bool OptimizerOptions::operator==(const OptimizerOptions& o) const {
         if (!same((this->*d->pair)->first, (o.*d->pair)->first) || !same((this->*d->pair)->second, (o.*d->pair)->second))
           return false;
         break;
+      case OptionType::Text:
+        if (*(this->*d->text) != *(o.*d->text)) return false;
+        break;
     }
   }
   return true;

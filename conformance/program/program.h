@@ -128,6 +128,7 @@ struct OptimizerOptions {
   // L-BFGS (SEMANTICS §16); the counts are integers (OptionDescription::integer).
   std::optional<double> max_iter, max_eval, history_size;
   std::optional<double> tolerance_grad, tolerance_change;
+  std::optional<std::string> line_search_fn;  // unset: none; "strong_wolfe" (SEM-16.6)
 
   bool operator==(const OptimizerOptions& o) const;
 };

@@ -66,6 +66,7 @@ ordered_json options_to_json(const OptimizerOptions& o) {
       case OptionType::Pair:
         out[name] = ordered_json::array({number_to_json((o.*d.pair)->first), number_to_json((o.*d.pair)->second)});
         break;
+      case OptionType::Text: out[name] = *(o.*d.text); break;
     }
   }
   return out;
@@ -83,6 +84,7 @@ nlohmann::ordered_json schema_from_descriptions(nlohmann::ordered_json schema) {
       case OptionType::Pair:
         options[name] = {{"type", "array"}, {"items", {{"$ref", "#/$defs/number"}}}, {"minItems", 2}, {"maxItems", 2}};
         break;
+      case OptionType::Text: options[name] = {{"type", "string"}, {"maxLength", 64}}; break;
     }
   }
   schema["$defs"]["options"]["properties"] = std::move(options);
@@ -143,6 +145,12 @@ OptimizerOptions options_from_json(const ordered_json& j, const std::string& poi
         o.*d.pair = std::make_pair(number_from_json(a[0], p + "/0"), number_from_json(a[1], p + "/1"));
         break;
       }
+      case OptionType::Text:
+        if (!v->is_string()) throw JsonError(p, name + " must be a string, got " + std::string(v->type_name()));
+        if (v->get_ref<const std::string&>().size() > 64)
+          throw JsonError(p, name + " is longer than 64 characters");
+        o.*d.text = v->get<std::string>();
+        break;
     }
   }
   r.finish(false);

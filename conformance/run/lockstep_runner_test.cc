@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include "conformance/compare/expectations.h"
 #include "conformance/compare/trace_comparison.h"
 #include "conformance/program/program_json.h"
+#include "conformance/program/features.h"
+#include "conformance/run/api_profile.h"
 #include "conformance/run/interpreter.h"
 #include "impl/engine_adapter.h"
 #include "oracle/torch_engine.h"
@@ -322,6 +325,103 @@ TEST(Sem16Lockstep, AnOutputThatIsAMovedParameterIsJudgedAtTheMovesBound) {
   TensorValue& output = actual.records[1].calls[1].records[0].state.output->value;  // call 2's zero_grad: moved p0
   output.data[0] *= 1 + 1e-9;
   EXPECT_EQ(first_difference(actual), "call 2, zero_grad (closure action 0): output → value");
+}
+
+// Found at seed 1, index 14754 (with --features lbfgs): the last closure call's graph, retained, backpropagated again
+// after the step. In lockstep mode impl's saved p1 is its parameter, which the re-synchronisation overwrote, so its
+// grad is the oracle's; the comparison expected impl's own inputs. Either is right (first order): the grad is judged
+// between the two, and a grad outside them still fails.
+Program retained_closure_graph_program() {
+  return program_from_text(R"({"params": [{"name": "p1", "dtype": "float32", "shape": [1, 2], "values": [1.0, 2.75]},
+                                          {"name": "p2", "dtype": "float64", "shape": [2, 2], "values": [0, 0, 0, 0]}],
+    "loss": {"op": "mse_loss", "args": [{"op": "const", "dtype": "float32", "shape": [1, 2], "values": [0.0, 0.0]},
+                                        {"op": "param", "name": "p1"}]},
+    "optimizer": {"type": "lbfgs", "defaults": {}, "params": ["p1", "p2"]},
+    "actions": [{"action": "step", "closure": [{"action": "zero_grad"}, {"action": "forward"},
+                                               {"action": "backward", "retain_graph": true}]},
+                {"action": "backward"}]})",
+                           "retained_closure_graph_program");
+}
+
+std::vector<double>& grad_values(Record& r, const std::string& name) {
+  for (ParamObservation& p : r.state.params)
+    if (p.name == name) return p.grad.value.data;
+  throw std::runtime_error("no parameter " + name);
+}
+
+TEST(Sem16Lockstep, ARetainedClosureGraphAfterTheStepIsJudgedBetweenBothSidesInputs) {
+  const Program p = retained_closure_graph_program();
+  for (RunMode mode : {RunMode::Lockstep, RunMode::FreeRunning}) {
+    LockstepOptions o;
+    o.mode = mode;
+    auto oracle = make_torch_engine();
+    auto impl = make_impl_engine();
+    const LockstepResult r = run_lockstep(p, *oracle, *impl, o);
+    EXPECT_TRUE(r.passed) << run_mode_name(mode) << ": " << r.failure_summary();
+  }
+  // As lockstep mode compares: impl's own step, then re-synchronised, then the backward's grads.
+  auto oracle = make_torch_engine();
+  auto impl = make_impl_engine();
+  const Trace expected = run_program(p, *oracle);
+  const Trace own = run_program(p, *impl);
+  ASSERT_EQ(expected.records.size(), 2u);
+  ASSERT_EQ(own.records.size(), 2u);
+  auto backward_differs = [&](const Record& backward) {
+    TraceComparison cmp(p, Tolerance{});
+    EXPECT_TRUE(cmp.compare_init(expected.init, own.init).empty());
+    EXPECT_TRUE(cmp.compare_action(0, expected.records[0], own.records[0]).empty());
+    cmp.resynchronised();
+    return !cmp.compare_action(1, expected.records[1], backward).empty();
+  };
+  const std::vector<double>& before = expected.records[0].state.param("p1")->grad.value.data;
+  const std::vector<double>& grads = expected.records[1].state.param("p1")->grad.value.data;
+  ASSERT_NE(own.records[0].state.param("p1")->value.data, expected.records[0].state.param("p1")->value.data)
+      << "the sides' last calls must differ for this test to mean anything";
+  Record synced = expected.records[1];  // every saved tensor re-synchronised: the oracle's grad
+  EXPECT_FALSE(backward_differs(synced));
+  Record own_inputs = expected.records[1];  // the re-synchronised grad plus impl's own saved p1
+  for (size_t i = 0; i < before.size(); ++i)
+    grad_values(own_inputs, "p1")[i] = static_cast<float>(before[i] + own.records[0].state.param("p1")->value.data[i]);
+  EXPECT_FALSE(backward_differs(own_inputs));
+  Record wrong = expected.records[1];  // the contribution counted twice
+  for (size_t i = 0; i < grads.size(); ++i)
+    grad_values(wrong, "p1")[i] = static_cast<float>(grads[i] + (grads[i] - before[i]));
+  EXPECT_TRUE(backward_differs(wrong));
+}
+
+// SEMANTICS §16.6, §11.17 (oracle/probes/lbfgs/search_width.cc): the bracketing phase ends at two equal losses 1e-8
+// apart in t; the C++ API's zoom still tries a point (7 calls), Python's does not (6). Under the pytorch-python
+// profile the comparison ends at that point, a pass; without it a trace that stops there fails, and under it one that
+// stops a call earlier still fails.
+TEST(Sem16Lockstep, PythonsZoomWithoutItsTrialIsAcceptedOnlyByThePythonProfile) {
+  const Program p = program_from_text(R"({"params": [{"name": "w", "dtype": "float64", "shape": [3, 3],
+                                           "values": [0, 0, 0, 0, 0, 0, 0, 8388608.0, 0]}],
+    "loss": {"op": "mean", "args": [{"op": "param", "name": "w"}]},
+    "optimizer": {"type": "lbfgs", "defaults": {"max_eval": 0, "line_search_fn": "strong_wolfe"}, "params": ["w"]},
+    "actions": [{"action": "step", "closure": [{"action": "zero_grad"}, {"action": "forward"},
+                                               {"action": "backward", "gradient": [0.04998779296875]}]}]})",
+                                      "zoom_width_program");
+  auto oracle = make_torch_engine();
+  const Trace expected = run_program(p, *oracle);
+  ASSERT_EQ(expected.records.size(), 1u);
+  ASSERT_EQ(expected.records[0].calls.size(), 7u);
+  FeatureScope scope;
+  Expectations profile;
+  apply_profile(load_profile(profile_path("pytorch-python")), scope, profile);
+  const std::set<std::string> features = program_features(p);
+  auto compare = [&](size_t calls, bool with_profile) {
+    Trace actual = expected;
+    actual.records[0].calls.resize(calls);
+    TraceComparison cmp(p, Tolerance{}, with_profile ? profile.mask_for("zoom", &features, &p) : FieldMask{});
+    EXPECT_TRUE(cmp.compare_init(expected.init, actual.init).empty());
+    const std::vector<Difference> d = cmp.compare_action(0, expected.records[0], actual.records[0]);
+    return d.empty() ? "passed, ended at " + cmp.ended_at() : d.front().path;
+  };
+  EXPECT_EQ(compare(7, false), "passed, ended at ");
+  EXPECT_EQ(compare(6, false), "closure calls");
+  EXPECT_EQ(compare(6, true), "passed, ended at action 0 (step): call 6: lbfgs zoom → a trial in a bracket narrower than 1e-9");
+  EXPECT_EQ(compare(7, true), compare(6, true));  // the C++ API's trial: the profile's comparison ends there too
+  EXPECT_EQ(compare(5, true), "closure calls");
 }
 
 }  // namespace

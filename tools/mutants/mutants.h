@@ -76,6 +76,9 @@ enum class Mutant : uint8_t {
   LbfgsHistoryDropsNewest,
   LbfgsFirstStepUnscaled,
   LbfgsMaxEvalOffByOne,
+  LbfgsWolfeCurvatureWithC1,
+  LbfgsZoomReplacesLowEnd,
+  LbfgsSearchCountsPerCall,
   // parameter groups (SEM-7.1)
   GroupOptionsInheritDefaults,
   // situations the generator reaches on purpose (issue 10): lr 0, retained graphs stepped and run again,

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -471,18 +473,34 @@ class MutantLBFGS : public impl::LBFGS {
       for (double v : g) abs_sum += std::fabs(v);
       const bool scaled = st->n_iter == 1 && m_ != Mutant::LbfgsFirstStepUnscaled;
       st->t = scaled ? std::min(1.0, 1.0 / abs_sum) * o.lr : o.lr;
-      if (dot(g, d) > -o.tolerance_change) break;
-      for (size_t offset = 0, k = 0; k < params.size(); offset += static_cast<size_t>(params[k].numel()), ++k) {
-        impl::dispatch_dtype(params[k].dtype(), [&](auto zero) {
-          using P = decltype(zero);
-          P* values = params[k].data<P>();
-          for (int64_t i = 0; i < params[k].numel(); ++i)
-            values[i] = static_cast<P>(static_cast<double>(values[i]) + st->t * d[offset + static_cast<size_t>(i)]);
-        });
-        params[k].bump_version();
-      }
+      const double gtd = dot(g, d);
+      if (gtd > -o.tolerance_change) break;
       bool small = false;
-      if (n != o.max_iter) {
+      if (o.line_search_fn) {  // SEM-16.6
+        if (*o.line_search_fn != "strong_wolfe") throw impl::Error(impl::ErrorKind::Other, "only 'strong_wolfe' is supported");
+        const std::vector<std::vector<double>> x0 = values_of(params);
+        const auto phi = [&](double s) {
+          set_values(params, x0, s, d);
+          const double f = call().at(0);
+          if (m_ == Mutant::LbfgsSearchCountsPerCall) st->func_evals += 1;
+          Point at{s, f, flat_grad(params), 0};
+          at.gtd = dot(at.g, d);
+          set_values(params, x0, 0, d);
+          return at;
+        };
+        int64_t calls = 0;
+        Point chosen = strong_wolfe(phi, st->t, d, Point{0, loss, g, gtd}, calls);
+        set_values(params, x0, chosen.t, d);
+        st->t = chosen.t;
+        loss = chosen.f;
+        g = chosen.g;
+        small = max_abs(g) <= o.tolerance_grad;
+        evals += calls;
+        if (m_ != Mutant::LbfgsSearchCountsPerCall) st->func_evals += calls;
+      } else {
+        move(params, st->t, d);
+      }
+      if (!o.line_search_fn && n != o.max_iter) {
         loss = call().at(0);
         g = flat_grad(params);
         small = max_abs(g) <= o.tolerance_grad;
@@ -500,6 +518,121 @@ class MutantLBFGS : public impl::LBFGS {
   }
 
  private:
+  struct Point {
+    double t = 0, f = 0;
+    std::vector<double> g;
+    double gtd = 0;
+  };
+
+  static void move(std::vector<Tensor>& params, double t, const std::vector<double>& d) {
+    for (size_t offset = 0, k = 0; k < params.size(); offset += static_cast<size_t>(params[k].numel()), ++k) {
+      impl::dispatch_dtype(params[k].dtype(), [&](auto zero) {
+        using P = decltype(zero);
+        P* values = params[k].data<P>();
+        for (int64_t i = 0; i < params[k].numel(); ++i)
+          values[i] = static_cast<P>(static_cast<double>(values[i]) + t * d[offset + static_cast<size_t>(i)]);
+      });
+      params[k].bump_version();
+    }
+  }
+  static std::vector<std::vector<double>> values_of(const std::vector<Tensor>& params) {
+    std::vector<std::vector<double>> x;
+    for (const Tensor& p : params) {
+      x.emplace_back();
+      for (int64_t i = 0; i < p.numel(); ++i) x.back().push_back(p.at(i));
+    }
+    return x;
+  }
+  // p = x0 + t d (t = 0: x0 back), one version bump each.
+  static void set_values(std::vector<Tensor>& params, const std::vector<std::vector<double>>& x0, double t,
+                         const std::vector<double>& d) {
+    for (size_t offset = 0, k = 0; k < params.size(); offset += static_cast<size_t>(params[k].numel()), ++k) {
+      impl::dispatch_dtype(params[k].dtype(), [&](auto zero) {
+        using P = decltype(zero);
+        P* values = params[k].data<P>();
+        for (int64_t i = 0; i < params[k].numel(); ++i) {
+          const size_t j = static_cast<size_t>(i);
+          values[i] = t == 0 ? static_cast<P>(x0[k][j]) : std::fma(static_cast<P>(t), static_cast<P>(d[offset + j]), static_cast<P>(x0[k][j]));
+        }
+      });
+      params[k].bump_version();
+    }
+  }
+  static double cubic_min(double x1, double f1, double g1, double x2, double f2, double g2, double lo, double hi) {
+    const double d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2);
+    const double d2_square = d1 * d1 - g1 * g2;
+    if (!(d2_square >= 0)) return (lo + hi) / 2;
+    const double d2 = std::sqrt(d2_square);
+    const double m = x1 <= x2 ? x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+                              : x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2));
+    return std::min(std::max(m, lo), hi);
+  }
+  // impl's strong_wolfe (SEM-16.6), the mutant's line changed.
+  Point strong_wolfe(const std::function<Point(double)>& phi, double t, const std::vector<double>& d, const Point& at0,
+                     int64_t& calls) const {
+    const double c1 = 1e-4, c2 = m_ == Mutant::LbfgsWolfeCurvatureWithC1 ? 1e-4 : 0.9;
+    const int max_ls = 25;
+    const double gtd = at0.gtd, d_norm = max_abs(d);
+    Point now = phi(t);
+    calls = 1;
+    Point prev = at0;
+    std::vector<Point> bracket;
+    bool done = false;
+    int i = 0;
+    while (i < max_ls) {
+      if (now.f > at0.f + c1 * now.t * gtd || (i > 1 && now.f >= prev.f)) {
+        bracket = {prev, now};
+        break;
+      }
+      if (std::fabs(now.gtd) <= -c2 * gtd) {
+        bracket = {now};
+        done = true;
+        break;
+      }
+      if (now.gtd >= 0) {
+        bracket = {prev, now};
+        break;
+      }
+      const double next = cubic_min(prev.t, prev.f, prev.gtd, now.t, now.f, now.gtd, now.t + 0.01 * (now.t - prev.t), now.t * 10);
+      prev = now;
+      now = phi(next);
+      calls += 1;
+      i += 1;
+    }
+    if (i == max_ls) bracket = {at0, now};
+    size_t low = bracket.front().f <= bracket.back().f ? 0 : 1, high = 1 - low;
+    bool progress_short = false;
+    while (!done && i < max_ls) {
+      const Point b0 = bracket[0], b1 = bracket[1];
+      double s = cubic_min(b0.t, b0.f, b0.gtd, b1.t, b1.f, b1.gtd, std::min(b0.t, b1.t), std::max(b0.t, b1.t));
+      const double top = std::max(b0.t, b1.t), bottom = std::min(b0.t, b1.t), e = 0.1 * (top - bottom);
+      if (std::min(top - s, s - bottom) < e) {
+        if (progress_short || s >= top || s <= bottom) {
+          s = std::fabs(s - top) < std::fabs(s - bottom) ? top - e : bottom + e;
+          progress_short = false;
+        } else {
+          progress_short = true;
+        }
+      } else {
+        progress_short = false;
+      }
+      now = phi(s);
+      calls += 1;
+      i += 1;
+      if (now.f > at0.f + c1 * now.t * gtd || now.f >= bracket[low].f) {
+        bracket[m_ == Mutant::LbfgsZoomReplacesLowEnd ? low : high] = now;
+        low = bracket[0].f <= bracket[1].f ? 0 : 1;
+        high = 1 - low;
+      } else {
+        if (std::fabs(now.gtd) <= -c2 * gtd) done = true;
+        else if (now.gtd * (bracket[high].t - bracket[low].t) >= 0) bracket[high] = bracket[low];
+        bracket[low] = now;
+      }
+      if (std::fabs(bracket[1].t - bracket[0].t) * d_norm < 1e-9) break;
+    }
+    return bracket[bracket.size() == 1 ? 0 : low];
+  }
+
   static std::vector<double> flat_grad(const std::vector<Tensor>& params) {
     std::vector<double> g;
     for (const Tensor& p : params) {
@@ -556,6 +689,9 @@ bool is_optimizer_level(Mutant m) {
     case Mutant::LbfgsHistoryDropsNewest:
     case Mutant::LbfgsFirstStepUnscaled:
     case Mutant::LbfgsMaxEvalOffByOne:
+    case Mutant::LbfgsWolfeCurvatureWithC1:
+    case Mutant::LbfgsZoomReplacesLowEnd:
+    case Mutant::LbfgsSearchCountsPerCall:
     case Mutant::LrZeroGroupSkipped:
       return true;
     default:
@@ -570,7 +706,8 @@ std::unique_ptr<impl::Optimizer> make_optimizer_mutant(Mutant m, OptimizerKind k
   const bool adagrad = m == Mutant::AdagradLazyState || m == Mutant::AdagradGroupInitialAccumulator ||
                        m == Mutant::AdagradLrDecayPerOptimizer || m == Mutant::AdagradEpsInsideSqrt;
   const bool lbfgs = m == Mutant::LbfgsHistoryDropsNewest || m == Mutant::LbfgsFirstStepUnscaled ||
-                     m == Mutant::LbfgsMaxEvalOffByOne;
+                     m == Mutant::LbfgsMaxEvalOffByOne || m == Mutant::LbfgsWolfeCurvatureWithC1 ||
+                     m == Mutant::LbfgsZoomReplacesLowEnd || m == Mutant::LbfgsSearchCountsPerCall;
   if (!is_optimizer_level(m)) return nullptr;
   switch (kind) {
     case OptimizerKind::SGD:

@@ -45,7 +45,7 @@ class LBFGS:
                 def phi(tk):
                     x[:]=[a+tk*b for a,b in zip(x0,d)]
                     r=closure(x); x[:]=x0; return r
-                loss,g,t,ls_evals=strong_wolfe(phi,t,d,loss,g,gtd,s.tc)
+                loss,g,t,ls_evals=strong_wolfe(phi,t,d,loss,g,gtd)  # tolerance_change is not passed (SEM-16.6)
                 x[:]=[a+t*b for a,b in zip(x0,d)]
                 opt_cond = max(abs(v) for v in g) <= s.tg
             else:
@@ -73,7 +73,8 @@ def cubic_min(x1,f1,g1,x2,f2,g2,bounds=None):
         else: m=x1-(x1-x2)*((g1+d2-d1)/(g1-g2+2*d2))
         return min(max(m,lo),hi)
     return (lo+hi)/2
-def strong_wolfe(phi,t,d,f,g,gtd,tolerance_change,c1=1e-4,c2=0.9,max_ls=25):
+PYTHON_ORDER = False  # SEM-16.6: where the zoom tests its bracket's width (SEM-11.17)
+def strong_wolfe(phi,t,d,f,g,gtd,tolerance_change=1e-9,c1=1e-4,c2=0.9,max_ls=25):
     """SEM-16.6: a bracketing phase, then a zoom; returns (loss, g, t, evaluations) at the point chosen."""
     d_norm=max(abs(v) for v in d)
     f_new,g_new=phi(t); evals=1; gtd_new=dot(g_new,d)
@@ -96,7 +97,8 @@ def strong_wolfe(phi,t,d,f,g,gtd,tolerance_change,c1=1e-4,c2=0.9,max_ls=25):
     insuf=False
     low,high=(0,1) if bf[0]<=bf[-1] else (1,0)
     while not done and it<max_ls:
-        if abs(br[1]-br[0])*d_norm<tolerance_change: break
+        # the C++ API tests the bracket's width after each trial (below); Python before it, here
+        if PYTHON_ORDER and abs(br[1]-br[0])*d_norm<tolerance_change: break
         t=cubic_min(br[0],bf[0],bd[0],br[1],bf[1],bd[1])
         eps=0.1*(max(br)-min(br))
         if min(max(br)-t,t-min(br))<eps:
@@ -114,6 +116,7 @@ def strong_wolfe(phi,t,d,f,g,gtd,tolerance_change,c1=1e-4,c2=0.9,max_ls=25):
             elif gtd_new*(br[high]-br[low])>=0:
                 br[high]=br[low]; bf[high]=bf[low]; bg[high]=bg[low]; bd[high]=bd[low]
             br[low]=t; bf[low]=f_new; bg[low]=g_new; bd[low]=gtd_new
+        if not PYTHON_ORDER and abs(br[1]-br[0])*d_norm<tolerance_change: break
     t=br[low] if len(br)>1 else br[0]; f_new=bf[low] if len(bf)>1 else bf[0]; g_new=bg[low] if len(bg)>1 else bg[0]
     return f_new,g_new,t,evals
 import subprocess

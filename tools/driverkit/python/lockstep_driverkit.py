@@ -57,7 +57,7 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
   optimizer  make_optimizer(kind, groups, defaults)   optional as a whole; kind is one of `optimizers`; groups
                                                [{"params": [tensors], option: value ...}] with only the options the
                                                program gives, defaults likewise (decoded: floats, betas a tuple,
-                                               flags bools, max_iter/max_eval/history_size ints). Foreign options, SGD without lr and unknown kinds
+                                               flags bools, max_iter/max_eval/history_size ints, line_search_fn a str). Foreign options, SGD without lr and unknown kinds
                                                are refused by the kit first. resolve_groups() applies lockstep's
                                                rule for what a group does not set
              param_groups(optimizer)           a list of dicts, each "params" and every option of the kind
@@ -153,11 +153,12 @@ OPTION_DEFAULTS = {
     "adagrad": {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10},
     # SEM-16.1; max_eval None: computed from max_iter (max_iter * 5 // 4) by the constructor, see resolve_group
     "lbfgs": {"lr": 1.0, "max_iter": 20, "max_eval": None, "tolerance_grad": 1e-7, "tolerance_change": 1e-9,
-              "history_size": 100},
+              "history_size": 100, "line_search_fn": None},  # None: no line search; "strong_wolfe" (SEM-16.6)
 }
 FIELDS = {kind: list(options) for kind, options in OPTION_DEFAULTS.items()}
 FLAGS = ("nesterov", "amsgrad", "centered")
 INTEGERS = ("max_iter", "max_eval", "history_size")  # whole-number options: JSON integers (L-BFGS, SEM-16.1)
+TEXTS = ("line_search_fn",)  # text options: JSON strings (L-BFGS, SEM-16.6)
 STATE_TENSORS = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum")
 STATE_COUNTS = ("func_evals", "n_iter")  # L-BFGS's counts (SEM-16.2), under the optimizer's first parameter
 # An optimizer kind and the method it needs beyond make_optimizer: every L-BFGS step calls a closure (SEM-16.2).
@@ -190,6 +191,10 @@ def options_in(options):
             if not (math.isfinite(x) and x == int(x)):
                 raise EngineError("invalid_option", "%s must be a whole number, not %r" % (k, v))
             out[k] = int(x)
+        elif k in TEXTS:
+            if not isinstance(v, str):
+                raise EngineError("invalid_option", "%s must be a string, not %r" % (k, v))
+            out[k] = v
         else:
             out[k] = number_in(v)
     return out
@@ -209,6 +214,8 @@ def options_out(kind, group):
             out[k] = bool(v)
         elif k in INTEGERS:
             out[k] = int(v)
+        elif k in TEXTS:
+            out[k] = str(v)
         else:
             out[k] = number_out(float(v))
     return out
@@ -247,6 +254,8 @@ def _is_default(kind, option, value):
         return default is not None and tuple(number_in(x) for x in value) == default
     if option in FLAGS:
         return bool(value) == default
+    if option in TEXTS:
+        return value == default
     return default is not None and number_in(value) == default
 
 

@@ -77,6 +77,14 @@ class Lbfgs(unittest.TestCase):  # SEMANTICS §16.1, §16.2
         self.assertEqual(json.dumps(out), '{"lr": 1.0, "max_iter": 3, "max_eval": 4, "tolerance_grad": 1e-07, '
                                           '"tolerance_change": 0.0, "history_size": 2}')
 
+    def test_line_search_fn_is_text(self):  # SEMANTICS §16.6
+        self.assertEqual(kit.options_in({"line_search_fn": "strong_wolfe"}), {"line_search_fn": "strong_wolfe"})
+        with self.assertRaises(kit.EngineError):
+            kit.options_in({"line_search_fn": 1})
+        out = kit.options_out("lbfgs", {"lr": 1, "max_iter": 3, "line_search_fn": "strong_wolfe"})
+        self.assertEqual(out["line_search_fn"], "strong_wolfe")
+        self.assertNotIn("line_search_fn", kit.options_out("lbfgs", {"lr": 1, "line_search_fn": None}))
+
     def test_max_eval_from_the_defaults_max_iter(self):
         w = object()
         first = lambda group, defaults: kit.resolve_groups("lbfgs", [group], defaults)[0]["max_eval"]  # noqa: E731
@@ -140,7 +148,8 @@ class Hello(unittest.TestCase):
         self.assertNotIn("lbfgs", kit.hello(Every())["supports"]["optimizers"])
         self.assertIn("adam", kit.hello(Every())["supports"]["optimizers"])
         self.assertEqual(kit.hello(EveryWithClosure())["supports"]["optimizers"]["lbfgs"],
-                         ["lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size"])
+                         ["lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size",
+                          "line_search_fn"])
         program = {"params": [param("w", [1.0])], "optimizer": {"type": "lbfgs", "params": ["w"]}, "actions": []}
         self.assertEqual(kit.run_program(Every(), program), {"unsupported": "lbfgs"})
 
