@@ -149,8 +149,6 @@ TEST(LBFGS, Sem16_6_StrongWolfeZoomsAndCountsAfterTheSearch) {
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 1, 3, 4, 4}));
 }
 
-// A short history and a learning rate (`closure_calls none 1 5 0.5 2 f64 3`): loss = sum(e^w) + 10 sum((v-1)^2) +
-// sum(w^2); max_iter 5 so max_eval 6; history_size 2 drops the oldest pair.
 // SEM-16.6 (`search_width.cc`, `search_tolerance.py`): on mean(w) with a backward gradient that is not its slope the
 // bracketing phase ends at two equal losses 1e-8 apart in t. The C++ API still makes one zoom trial (7 calls; Python
 // makes none: 6), and the search's bracket width is tested against 1e-9 whatever tolerance_change is.
@@ -175,6 +173,8 @@ TEST(LBFGS, Sem16_6_TheZoomTestsTheBracketAfterItsTrialAgainst1e9) {
   }
 }
 
+// A short history and a learning rate (`closure_calls none 1 5 0.5 2 f64 3`): loss = sum(e^w) + 10 sum((v-1)^2) +
+// sum(w^2); max_iter 5 so max_eval 6; history_size 2 drops the oldest pair.
 TEST(LBFGS, Sem16_3_ShortHistoryMatchesLibTorch) {
   Tensor w = make_param({1.5, -0.5, 2.0}), v = make_param({0.25, 3.0});
   std::vector<std::vector<double>> calls;

@@ -321,6 +321,11 @@ class LbfgsModel final : public ClosureStepModel {
     moved_ = false;
     try {
       searching_step(a);
+      if (consumed_ < calls_.size()) {  // the side called again after the step's end: the model plans nothing more
+        quiet_ = false;
+        plan_ = PlannedMove{};
+        note(plan_, "a call after the step's end");
+      }
     } catch (const NeedCall&) {
       // the plan is the move to the trial point that call is expected at
     }
@@ -397,8 +402,10 @@ class LbfgsModel final : public ClosureStepModel {
     const double c1 = 1e-4, c2 = 0.9;
     const int max_ls = 25;
     const double tolerance_change = 1e-9;  // not the option: LibTorch does not pass it to the search (SEM-16.6)
-    Approx d_norm{0, 0};
-    for (const Approx& d : mem_.d) d_norm = larger(d_norm, magnitude(d));
+    Approx d_norm{0, 0};  // |d|_max: NaN where an element is (impl's max_abs)
+    for (const Approx& d : mem_.d)
+      d_norm = std::isnan(d.v) || std::isnan(d_norm.v) ? Approx{std::numeric_limits<double>::quiet_NaN(), 0}
+                                                        : larger(d_norm, magnitude(d));
     const auto armijo_fails = [&](const Point& p) {  // f > f0 + c1 t gtd0
       return exceeds(a.sub({p.f, 0}, a.add({at0.f, 0}, a.mul({c1, 0}, a.mul(p.t, at0.gtd)))), 0, "sufficient decrease");
     };
@@ -442,8 +449,8 @@ class LbfgsModel final : public ClosureStepModel {
     size_t low = bracket.front().f <= bracket.back().f ? 0 : 1, high = 1 - low;
     bool progress_short = false;
     // Python tests the width before this trial and makes none (SEM-11.17): a profile may accept that.
-    if (!done && i < max_ls && bracket.size() == 2 && !quiet_ &&
-        std::fabs(bracket[1].t.v - bracket[0].t.v) * d_norm.v < tolerance_change)
+    const Approx handed = a.mul(magnitude(a.sub(bracket.back().t, bracket.front().t)), d_norm);
+    if (!done && i < max_ls && bracket.size() == 2 && !quiet_ && handed.v - handed.e < tolerance_change)
       plan_.api_parting = "lbfgs zoom → a trial in a bracket narrower than 1e-9";
     while (!done && i < max_ls) {
       const Point b0 = bracket[0], b1 = bracket[1];
@@ -673,9 +680,9 @@ OptimizerDescription lbfgs_description() {
       if (o.*field && *(o.*field) > 1000)
         return std::make_pair(std::string(name), std::string(name) + " above 1000: a program's step calls its closure at "
                                                                      "most 1000 times (its size limit)");
-    if (o.line_search_fn && o.max_iter.value_or(20) > 39)
-      return std::make_pair(std::string("max_iter"), "max_iter above 39 with a line search: its step may call the closure "
-                                                     "25 times an iteration, and a program's step at most 1000 times");
+    if (o.line_search_fn && o.max_iter.value_or(20) > 38)
+      return std::make_pair(std::string("max_iter"), "max_iter above 38 with a line search: its step may call the closure "
+                                                     "26 times an iteration, and a program's step at most 1000 times");
     return std::nullopt;
   };
   // LibTorch fills the first group's unset max_eval only where the defaults leave it unset (SEM-16.1); a group given
@@ -693,10 +700,10 @@ OptimizerDescription lbfgs_description() {
   };
   d.closure_step_model = [] { return std::unique_ptr<ClosureStepModel>(new LbfgsModel()); };
   // SEM-16.3: a call before the first iteration, then one after each move but the last of max_iter.
-  // With strong_wolfe: the first call, then at most 25 per iteration (SEM-16.6).
+  // With strong_wolfe: the first call, then at most 26 per iteration (the search's first trial and 25 more, SEM-16.6).
   d.closure_calls = [](const OptimizerOptions& o) {
     const int64_t max_iter = static_cast<int64_t>(o.max_iter.value_or(20));
-    return o.line_search_fn ? 1 + 25 * max_iter : std::max<int64_t>(1, max_iter);
+    return o.line_search_fn ? 1 + 26 * max_iter : std::max<int64_t>(1, max_iter);
   };
   d.needs_closure = true;
   d.one_group = true;

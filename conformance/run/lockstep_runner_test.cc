@@ -383,9 +383,9 @@ TEST(Sem16Lockstep, ARetainedClosureGraphAfterTheStepIsJudgedBetweenBothSidesInp
   for (size_t i = 0; i < before.size(); ++i)
     grad_values(own_inputs, "p1")[i] = static_cast<float>(before[i] + own.records[0].state.param("p1")->value.data[i]);
   EXPECT_FALSE(backward_differs(own_inputs));
-  Record wrong = expected.records[1];  // the contribution counted twice
-  for (size_t i = 0; i < grads.size(); ++i)
-    grad_values(wrong, "p1")[i] = static_cast<float>(grads[i] + (grads[i] - before[i]));
+  Record wrong = expected.records[1];  // the contribution counted four times: 3 |contribution| (about 8 times the
+  for (size_t i = 0; i < grads.size(); ++i)  // sides' distance) off
+    grad_values(wrong, "p1")[i] = static_cast<float>(grads[i] + 3 * (grads[i] - before[i]));
   EXPECT_TRUE(backward_differs(wrong));
 }
 

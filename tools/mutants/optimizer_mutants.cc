@@ -485,7 +485,7 @@ class MutantLBFGS : public impl::LBFGS {
           if (m_ == Mutant::LbfgsSearchCountsPerCall) st->func_evals += 1;
           Point at{s, f, flat_grad(params), 0};
           at.gtd = dot(at.g, d);
-          set_values(params, x0, 0, d);
+          set_values(params, x0, 0, d, true);
           return at;
         };
         int64_t calls = 0;
@@ -543,16 +543,17 @@ class MutantLBFGS : public impl::LBFGS {
     }
     return x;
   }
-  // p = x0 + t d (t = 0: x0 back), one version bump each.
+  // p = x0 + t d, or x0 itself (restore), one version bump each.
   static void set_values(std::vector<Tensor>& params, const std::vector<std::vector<double>>& x0, double t,
-                         const std::vector<double>& d) {
+                         const std::vector<double>& d, bool restore = false) {
     for (size_t offset = 0, k = 0; k < params.size(); offset += static_cast<size_t>(params[k].numel()), ++k) {
       impl::dispatch_dtype(params[k].dtype(), [&](auto zero) {
         using P = decltype(zero);
         P* values = params[k].data<P>();
         for (int64_t i = 0; i < params[k].numel(); ++i) {
           const size_t j = static_cast<size_t>(i);
-          values[i] = t == 0 ? static_cast<P>(x0[k][j]) : std::fma(static_cast<P>(t), static_cast<P>(d[offset + j]), static_cast<P>(x0[k][j]));
+          values[i] = restore ? static_cast<P>(x0[k][j])
+                              : std::fma(static_cast<P>(t), static_cast<P>(d[offset + j]), static_cast<P>(x0[k][j]));
         }
       });
       params[k].bump_version();
