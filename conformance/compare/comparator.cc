@@ -670,6 +670,10 @@ class Comparer {
           compare_option(prefix, d.name, e.*d.number, a.*d.number);
         } else if (d.flag) {
           compare_option(prefix, d.name, e.*d.flag, a.*d.flag);
+        } else if (d.text) {  // L-BFGS's line_search_fn: compared exactly
+          const std::optional<std::string>& et = e.*d.text;
+          const std::optional<std::string>& at = a.*d.text;
+          if (et != at) structure(prefix + d.name, et ? *et : "unset", at ? *at : "unset");
         } else {
           const std::optional<std::pair<double, double>>& ep = e.*d.pair;
           const std::optional<std::pair<double, double>>& ap = a.*d.pair;

@@ -424,5 +424,29 @@ TEST(Sem16Lockstep, PythonsZoomWithoutItsTrialIsAcceptedOnlyByThePythonProfile) 
   EXPECT_EQ(compare(5, true), "closure calls");
 }
 
+// A text option (L-BFGS's line_search_fn) is compared exactly in every record's groups: reported unset, or as
+// another string, it is a structure difference (the sanitizer found the comparison reading it as a pair).
+TEST(Sem16Lockstep, LineSearchFnIsComparedAsText) {
+  const Program p = program_from_text(R"({"params": [{"name": "w", "dtype": "float64", "shape": [2], "values": [1, -2]}],
+    "loss": {"op": "sum", "args": [{"op": "mul", "args": [{"op": "param", "name": "w"}, {"op": "param", "name": "w"}]}]},
+    "optimizer": {"type": "lbfgs", "defaults": {"max_iter": 2, "line_search_fn": "strong_wolfe"}, "params": ["w"]},
+    "actions": [{"action": "step", "closure": [{"action": "zero_grad"}, {"action": "forward"}, {"action": "backward"}]}]})",
+                                      "line_search_fn_program");
+  auto oracle = make_torch_engine();
+  const Trace expected = run_program(p, *oracle);
+  ASSERT_FALSE(expected.init.state.groups.empty());
+  ASSERT_EQ(expected.init.state.groups[0].options.line_search_fn, std::optional<std::string>("strong_wolfe"));
+  auto init_difference = [&](std::optional<std::string> reported) {
+    Record actual = expected.init;
+    actual.state.groups[0].options.line_search_fn = reported;
+    TraceComparison cmp(p, Tolerance{});
+    const std::vector<Difference> d = cmp.compare_init(expected.init, actual);
+    return d.empty() ? std::string() : d.front().path + ": " + d.front().actual_text;
+  };
+  EXPECT_EQ(init_difference("strong_wolfe"), "");
+  EXPECT_EQ(init_difference(std::nullopt), "group 0 → line_search_fn: unset");
+  EXPECT_EQ(init_difference("backtracking"), "group 0 → line_search_fn: backtracking");
+}
+
 }  // namespace
 }  // namespace lockstep
