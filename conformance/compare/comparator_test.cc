@@ -125,6 +125,7 @@ TEST(Sem8Comparator, EveryDescribedOptionIsCompared) {
     Record a = e;
     if (d.number) a.state.groups[0].options.*d.number = *(e.state.groups[0].options.*d.number) + 1;
     else if (d.flag) a.state.groups[0].options.*d.flag = !*(e.state.groups[0].options.*d.flag);
+    else if (d.text) a.state.groups[0].options.*d.text = "strong_wolfe";  // its default is no value
     else a.state.groups[0].options.*d.pair = std::make_pair(0.5, 0.25);
     const std::vector<Difference> diff = compare(e, a);
     ASSERT_FALSE(diff.empty()) << name;
