@@ -666,26 +666,29 @@ class Comparer {
       // Every option of every optimizer (optimizer_descriptions.h): an option of another kind is unset on both.
       for (const std::string& name : all_option_names()) {
         const OptionDescription& d = any_option(name);
-        if (d.number) {
-          compare_option(prefix, d.name, e.*d.number, a.*d.number);
-        } else if (d.flag) {
-          compare_option(prefix, d.name, e.*d.flag, a.*d.flag);
-        } else if (d.text) {  // L-BFGS's line_search_fn: compared exactly
-          const std::optional<std::string>& et = e.*d.text;
-          const std::optional<std::string>& at = a.*d.text;
-          if (et != at) structure(prefix + d.name, et ? *et : "unset", at ? *at : "unset");
-        } else {
-          const std::optional<std::pair<double, double>>& ep = e.*d.pair;
-          const std::optional<std::pair<double, double>>& ap = a.*d.pair;
-          auto part = [](const std::optional<std::pair<double, double>>& b, int k) -> std::optional<double> {
-            if (!b) return std::nullopt;
-            return k == 0 ? b->first : b->second;
-          };
-          if (ep.has_value() != ap.has_value()) {
-            structure(prefix + d.name, ep ? "set" : "unset", ap ? "set" : "unset");
-          } else {
-            compare_option(prefix, (std::string(d.name) + "[0]").c_str(), part(ep, 0), part(ap, 0));
-            compare_option(prefix, (std::string(d.name) + "[1]").c_str(), part(ep, 1), part(ap, 1));
+        switch (d.type) {  // by the option's type: every type names its own field (an unlisted one does not compile)
+          case OptionType::Number: compare_option(prefix, d.name, e.*d.number, a.*d.number); break;
+          case OptionType::Flag: compare_option(prefix, d.name, e.*d.flag, a.*d.flag); break;
+          case OptionType::Text: {  // L-BFGS's line_search_fn: compared exactly
+            const std::optional<std::string>& et = e.*d.text;
+            const std::optional<std::string>& at = a.*d.text;
+            if (et != at) structure(prefix + d.name, et ? *et : "unset", at ? *at : "unset");
+            break;
+          }
+          case OptionType::Pair: {
+            const std::optional<std::pair<double, double>>& ep = e.*d.pair;
+            const std::optional<std::pair<double, double>>& ap = a.*d.pair;
+            auto part = [](const std::optional<std::pair<double, double>>& b, int k) -> std::optional<double> {
+              if (!b) return std::nullopt;
+              return k == 0 ? b->first : b->second;
+            };
+            if (ep.has_value() != ap.has_value()) {
+              structure(prefix + d.name, ep ? "set" : "unset", ap ? "set" : "unset");
+            } else {
+              compare_option(prefix, (std::string(d.name) + "[0]").c_str(), part(ep, 0), part(ap, 0));
+              compare_option(prefix, (std::string(d.name) + "[1]").c_str(), part(ep, 1), part(ap, 1));
+            }
+            break;
           }
         }
       }
@@ -701,7 +704,7 @@ class Comparer {
     if (it == ctx_.moved->end() || it->second.magnitude.size() != value.data.size() ||
         it->second.bound.size() != value.data.size())
       return scale;
-    const double per_ulp = k_for(quantity) * (value.dtype == DType::Float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53));
+    const double per_ulp = k_for(quantity) * unit_roundoff(value.dtype);
     scale.resize(value.data.size());
     for (size_t i = 0; i < scale.size(); ++i)
       // Finite, however large: a bound beyond the doubles still judges the value (and is counted imprecise).

@@ -123,10 +123,13 @@ TEST(Sem8Comparator, EveryDescribedOptionIsCompared) {
     const OptionDescription& d = any_option(name);
     set_default(d, e.state.groups[0].options);
     Record a = e;
-    if (d.number) a.state.groups[0].options.*d.number = *(e.state.groups[0].options.*d.number) + 1;
-    else if (d.flag) a.state.groups[0].options.*d.flag = !*(e.state.groups[0].options.*d.flag);
-    else if (d.text) a.state.groups[0].options.*d.text = "strong_wolfe";  // its default is no value
-    else a.state.groups[0].options.*d.pair = std::make_pair(0.5, 0.25);
+    OptimizerOptions& changed = a.state.groups[0].options;
+    switch (d.type) {
+      case OptionType::Number: changed.*d.number = *(changed.*d.number) + 1; break;
+      case OptionType::Flag: changed.*d.flag = !*(changed.*d.flag); break;
+      case OptionType::Pair: changed.*d.pair = std::make_pair(0.5, 0.25); break;
+      case OptionType::Text: changed.*d.text = "strong_wolfe"; break;  // its default is no value
+    }
     const std::vector<Difference> diff = compare(e, a);
     ASSERT_FALSE(diff.empty()) << name;
     EXPECT_EQ(diff.front().path.rfind("group 0 → " + name, 0), 0u) << name << ": " << diff.front().path;

@@ -267,8 +267,7 @@ void TraceComparison::widen_after_resynchronisation(ErrorBudget& budget, Operand
     auto scale = scales.grad.find(name);
     const ParamObservation* p = expected_previous_.state.param(name);
     if (scale == scales.grad.end() || !p || scale->second.size() != shift.size()) continue;
-    const double per_ulp = tolerance_.k(Quantity::Grad) * (p->value.dtype == DType::Float32 ? std::ldexp(1.0, -24)
-                                                                                             : std::ldexp(1.0, -53));
+    const double per_ulp = tolerance_.k(Quantity::Grad) * unit_roundoff(p->value.dtype);
     for (size_t i = 0; i < shift.size(); ++i) {
       const double distance = std::fabs(shift[i]);
       shift[i] /= 2;

@@ -76,8 +76,6 @@ Approx magnitude(Approx x) { return {std::fabs(x.v), x.e}; }
 Approx smaller(Approx x, Approx y) { return {std::min(x.v, y.v), std::max(x.e, y.e)}; }
 Approx larger(Approx x, Approx y) { return {std::max(x.v, y.v), std::max(x.e, y.e)}; }
 
-double unit_roundoff(DType t) { return t == DType::Float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53); }
-
 std::string text(double v) {
   std::ostringstream s;
   s.precision(3);
@@ -124,7 +122,7 @@ class LbfgsModel final : public ClosureStepModel {
         g.push_back(p->grad.defined && i < p->grad.value.data.size() ? p->grad.value.data[i] : 0.0);
       }
     }
-    const Arithmetic a(all_float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53));
+    const Arithmetic a(unit_roundoff(all_float32 ? DType::Float32 : DType::Float64));
     if (o_.line_search_fn) {
       calls_.push_back(Seen{std::move(x), std::move(g), call.loss});
       return replay_searching_step(a);
@@ -141,18 +139,10 @@ class LbfgsModel final : public ClosureStepModel {
       // After a move and this call (SEM-16.3, the loop's tail).
       if (static_cast<double>(evals_) >= max_eval) return note(plan, "max_eval");
       if (grad_small) return note(plan, "grad small");
-      double largest = 0, bound = 0;
-      for (const Approx& m : last_move_) {
-        if (std::isnan(m.v) || std::isnan(largest)) {
-          largest = std::numeric_limits<double>::quiet_NaN();
-          continue;
-        }
-        if (std::fabs(m.v) > largest) largest = std::fabs(m.v);
-        bound = std::max(bound, m.e);
-      }
       // |d t|_max <= tolerance_change: a NaN is never small.
+      const Approx largest = largest_move(last_move_);
       std::string undecided;
-      if (!std::isnan(largest) && !above({largest, bound}, tolerance_change, "|d t|_max", undecided))
+      if (!std::isnan(largest.v) && !above(largest, tolerance_change, "|d t|_max", undecided))
         return note(plan, "small move", undecided);
       plan.undecided = undecided;
       if (std::fabs(call.loss - mem_.prev_loss) < tolerance_change) return note(plan, "loss unchanged");
@@ -168,6 +158,15 @@ class LbfgsModel final : public ClosureStepModel {
     std::vector<Approx> out(x.size());
     for (size_t i = 0; i < x.size(); ++i) out[i] = {x[i], 0};
     return out;
+  }
+  // |m|_max over moves with their bounds, and the largest bound; NaN where a move is (a NaN is never small).
+  static Approx largest_move(const std::vector<Approx>& moves) {
+    Approx largest{0, 0};
+    for (const Approx& m : moves) {
+      if (std::isnan(m.v)) return {std::numeric_limits<double>::quiet_NaN(), 0};
+      largest = {std::max(largest.v, std::fabs(m.v)), std::max(largest.e, m.e)};
+    }
+    return largest;
   }
   static double max_abs(const std::vector<double>& x) {
     double m = 0;
@@ -195,7 +194,7 @@ class LbfgsModel final : public ClosureStepModel {
     last_move_.assign(n, {});
     size_t offset = 0;
     for (size_t k = 0; k < names_.size(); ++k) {
-      const double u = dtypes_[k] == DType::Float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+      const double u = unit_roundoff(dtypes_[k]);
       std::vector<double>& move = plan.move[names_[k]];
       std::vector<double>& error = plan.error[names_[k]];
       move.resize(sizes_[k], 0);
@@ -376,18 +375,13 @@ class LbfgsModel final : public ClosureStepModel {
       if (n == max_iter) return finish(a, "max_iter");
       if (evals >= max_eval) return finish(a, "max_eval");
       if (max_abs(g) <= tolerance_grad) return finish(a, "grad small");
-      double largest = 0, bound = 0;
+      std::vector<Approx> moved;  // d t in the flat dtype (SEM-16.6's |d * t|_max)
       for (const Approx& d : mem_.d) {
-        const double m = std::fabs(chosen.t.v * d.v);
-        if (std::isnan(m) || std::isnan(largest)) {
-          largest = std::numeric_limits<double>::quiet_NaN();
-          continue;
-        }
-        largest = std::max(largest, m);
-        bound = std::max(bound, std::fabs(chosen.t.v) * d.e + std::fabs(d.v) * chosen.t.e + 2 * a.u() * m);
+        const double m = chosen.t.v * d.v;
+        moved.push_back({m, std::fabs(chosen.t.v) * d.e + std::fabs(d.v) * chosen.t.e + 2 * a.u() * std::fabs(m)});
       }
-      if (!std::isnan(largest) && !exceeds({largest, bound}, tolerance_change, "|d t|_max"))
-        return finish(a, "small move");
+      const Approx largest = largest_move(moved);
+      if (!std::isnan(largest.v) && !exceeds(largest, tolerance_change, "|d t|_max")) return finish(a, "small move");
       if (std::fabs(loss - mem_.prev_loss) < tolerance_change) return finish(a, "loss unchanged");
     }
     finish(a, "max_iter");
@@ -395,7 +389,7 @@ class LbfgsModel final : public ClosureStepModel {
 
   // SEM-16.6: the search along d from x0 (`at0`) for a step length that satisfies the strong Wolfe conditions, in the
   // form of impl/lbfgs.cc's strong_wolfe; every comparison within its bound is undecided.
-  static Arithmetic in_double() { return Arithmetic(std::ldexp(1.0, -53)); }
+  static Arithmetic in_double() { return Arithmetic(unit_roundoff(DType::Float64)); }
 
   Point strong_wolfe(const Arithmetic& flat, const Point& at0, int64_t& calls) {
     const Arithmetic a = in_double();  // the search's scalars (SEM-16.6); its slopes are dot products in the flat dtype

@@ -8,7 +8,6 @@
 namespace lockstep {
 namespace {
 
-double unit_roundoff(DType d) { return d == DType::Float32 ? 0x1p-24 : 0x1p-53; }
 double min_normal(DType d) {
   return d == DType::Float32 ? static_cast<double>(std::numeric_limits<float>::min()) : std::numeric_limits<double>::min();
 }

@@ -23,6 +23,8 @@ const char* dtype_name(DType d) {
   return "?";
 }
 
+double unit_roundoff(DType d) { return d == DType::Float32 ? 0x1p-24 : 0x1p-53; }
+
 int64_t numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -29,6 +29,7 @@ namespace lockstep {
 enum class DType { Float32, Float64 };
 
 const char* dtype_name(DType d);  // "float32" / "float64"
+double unit_roundoff(DType d);    // 2^-24 / 2^-53: the relative error of one rounding to nearest
 
 using Shape = std::vector<int64_t>;  // {} is a 0-d scalar
 

@@ -284,6 +284,18 @@ namespace {
 // held output is p0 and an L-BFGS move between closure calls moves it too (SEMANTICS §16.5). Where the flat vectors mix
 // float32 and float64 (here p1 is float32), impl's move and LibTorch's differ in the last bits of a float32 rounding,
 // within the move's bound; the output must be judged at that bound like p0, and a wrong output still fails.
+// impl against LibTorch, lockstep and free-running, fresh engines each.
+void expect_impl_passes_in_both_modes(const Program& p) {
+  for (RunMode mode : {RunMode::Lockstep, RunMode::FreeRunning}) {
+    LockstepOptions o;
+    o.mode = mode;
+    auto oracle = make_torch_engine();
+    auto impl = make_impl_engine();
+    const LockstepResult r = run_lockstep(p, *oracle, *impl, o);
+    EXPECT_TRUE(r.passed) << run_mode_name(mode) << ": " << r.failure_summary();
+  }
+}
+
 Program moved_output_program() {
   return program_from_text(R"({"params": [{"name": "p0", "dtype": "float64", "shape": [], "values": [0.0]},
                                           {"name": "p1", "dtype": "float32", "shape": [], "values": [4.0]}],
@@ -298,16 +310,9 @@ Program moved_output_program() {
 
 TEST(Sem16Lockstep, AnOutputThatIsAMovedParameterIsJudgedAtTheMovesBound) {
   const Program p = moved_output_program();
+  expect_impl_passes_in_both_modes(p);
   auto oracle = make_torch_engine();
   auto impl = make_impl_engine();
-  for (RunMode mode : {RunMode::Lockstep, RunMode::FreeRunning}) {
-    LockstepOptions o;
-    o.mode = mode;
-    auto oracle_run = make_torch_engine();
-    auto impl_run = make_impl_engine();
-    const LockstepResult r = run_lockstep(p, *oracle_run, *impl_run, o);
-    EXPECT_TRUE(r.passed) << run_mode_name(mode) << ": " << r.failure_summary();
-  }
   // The traces, compared as replay does: impl's output moved with p0 passes; an output that left p0 fails there.
   const Trace expected = run_program(p, *oracle);
   Trace actual = run_program(p, *impl);
@@ -351,14 +356,7 @@ std::vector<double>& grad_values(Record& r, const std::string& name) {
 
 TEST(Sem16Lockstep, ARetainedClosureGraphAfterTheStepIsJudgedBetweenBothSidesInputs) {
   const Program p = retained_closure_graph_program();
-  for (RunMode mode : {RunMode::Lockstep, RunMode::FreeRunning}) {
-    LockstepOptions o;
-    o.mode = mode;
-    auto oracle = make_torch_engine();
-    auto impl = make_impl_engine();
-    const LockstepResult r = run_lockstep(p, *oracle, *impl, o);
-    EXPECT_TRUE(r.passed) << run_mode_name(mode) << ": " << r.failure_summary();
-  }
+  expect_impl_passes_in_both_modes(p);
   // As lockstep mode compares: impl's own step, then re-synchronised, then the backward's grads.
   auto oracle = make_torch_engine();
   auto impl = make_impl_engine();
