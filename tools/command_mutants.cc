@@ -21,6 +21,7 @@
 #include "conformance/run/interpreter.h"
 #include "conformance/compare/expectations.h"
 #include "conformance/program/coverage_cells.h"
+#include "conformance/program/features.h"
 #include "conformance/program/glob.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/named_case.h"
@@ -31,7 +32,7 @@
 #include "tools/commands.h"
 #include "tools/engines.h"
 #include "conformance/run/tested_implementation.h"
-#include "tools/lockstep_session.h"
+#include "conformance/run/runner.h"
 #include "tools/report_files.h"
 #include "tools/workers.h"
 #include "conformance/program/file_system.h"
@@ -224,6 +225,7 @@ class MutantsRun {
     gen.max_size = args.max_size;
     gen.special_values_every = RunArgs{}.special_values_every;
     programs_.emplace(args.seed, gen);
+    for (const NamedCase& c : cases_) case_features_.push_back(program_features(c.program));
   }
 
   // Empty when the path works; else why not (a driver that cannot start).
@@ -236,16 +238,17 @@ class MutantsRun {
     const std::string prefix =
         fmt::format("lockstep run --engine {}", path_.engine_arguments(info.name));
 
-    for (const NamedCase& c : cases_) {
+    for (size_t k = 0; k < cases_.size(); ++k) {
+      const NamedCase& c = cases_[k];
       ++row.programs_tried;
-      LockstepResult result = run_case(*mutant, c, expectations_);
-      if (!is_unexplained_failure(c.id, result, &expectations_) || !clean_passes_case(c)) continue;
+      LockstepResult result = run_case(*mutant, c, case_features_[k], expectations_);
+      if (!is_unexplained_failure(c.id, result, &expectations_) || !clean_passes_case(k)) continue;
       row.seconds_to_kill = seconds_since(t0);
       row.killer = c.id;
       row.reproduce = prefix + " --case " + shell_quote(c.id);
       // Shrink on the comparison with the oracle when it failed; a kill by the claim checks alone stays as it is.
       row.allclose_original = allclose_verdict(c.program, info.name);
-      if (!mutant->run(c.id, c.program, expectations_.mask_for(c.id)).passed) {
+      if (!run_program_case(*mutant, c.id, c.program, case_features_[k], expectations_).passed) {
         finish(row, shrinkable_program(c.program), c.id, *mutant, info.name);
       } else {
         finish_unshrunk(row, c.program, result, info.name);
@@ -258,9 +261,11 @@ class MutantsRun {
       const bool special = programs_->special_values_at(static_cast<uint64_t>(i));
       rc::Shrinkable<Program> shrinkable = programs_->at(static_cast<uint64_t>(i));
       const std::string id = fmt::format("random-{}", i);
-      if (!is_unexplained_failure(id, run_program_case(*mutant, id, shrinkable.value(), expectations_), &expectations_))
+      const Program program = shrinkable.value();
+      const std::set<std::string> features = program_features(program);
+      if (!is_unexplained_failure(id, run_program_case(*mutant, id, program, features, expectations_), &expectations_))
         continue;
-      if (!clean_passes_random(i, shrinkable.value())) continue;
+      if (!clean_passes_random(i, program, features)) continue;
       row.seconds_to_kill = seconds_since(t0);
       row.killer = id + (special ? " (special values)" : "");
       row.reproduce = fmt::format("{} --seed {} --max-size {} --index {}", prefix, args_.seed, args_.max_size, i);
@@ -272,21 +277,24 @@ class MutantsRun {
   }
 
  private:
-  bool clean_passes_case(const NamedCase& c) {
+  bool clean_passes_case(size_t k) {
+    const NamedCase& c = cases_[k];
     auto it = clean_cases_.find(c.id);
     if (it == clean_cases_.end())
-      it = clean_cases_.emplace(c.id, !is_unexplained_failure(c.id, run_case(*clean_, c, expectations_), &expectations_))
+      it = clean_cases_
+               .emplace(c.id, !is_unexplained_failure(c.id, run_case(*clean_, c, case_features_[k], expectations_),
+                                                      &expectations_))
                .first;
     return it->second;
   }
-  bool clean_passes_random(int64_t i, const Program& p) {
+  bool clean_passes_random(int64_t i, const Program& p, const std::set<std::string>& features) {
     auto it = clean_random_.find(i);
     if (it == clean_random_.end())
-      it = clean_random_.emplace(i, clean_passes(fmt::format("random-{}", i), p)).first;
+      it = clean_random_.emplace(i, clean_passes(fmt::format("random-{}", i), p, features)).first;
     return it->second;
   }
-  bool clean_passes(const std::string& id, const Program& p) {
-    return !is_unexplained_failure(id, run_program_case(*clean_, id, p, expectations_), &expectations_);
+  bool clean_passes(const std::string& id, const Program& p, const std::set<std::string>& features) {
+    return !is_unexplained_failure(id, run_program_case(*clean_, id, p, features, expectations_), &expectations_);
   }
 
   // Shrinks the killing program (a candidate must still kill: fail on the mutant, pass on clean impl) and
@@ -295,8 +303,10 @@ class MutantsRun {
               TestedImplementation& mutant, const std::string& mutant_name) {
     ShrinkStats stats;
     auto still_kills = [&](const Program& candidate) {
-      return is_unexplained_failure(id, run_program_case(mutant, id, candidate, expectations_), &expectations_) &&
-             clean_passes(id, candidate);
+      const std::set<std::string> features = program_features(candidate);
+      return is_unexplained_failure(id, run_program_case(mutant, id, candidate, features, expectations_),
+                                    &expectations_) &&
+             clean_passes(id, candidate, features);
     };
     Program shrunk = shrink_program(killing, still_kills, args_.shrink_seconds, &stats);
     row.shrink_steps = stats.steps;
@@ -315,6 +325,7 @@ class MutantsRun {
 
   const MutantsArgs& args_;
   std::vector<NamedCase> cases_;
+  std::vector<std::set<std::string>> case_features_;  // program_features() of cases_[k], computed once
   Expectations expectations_;
   const SuitePath& path_;
   std::unique_ptr<TestedImplementation> clean_;
@@ -574,11 +585,9 @@ int command_mutants(const MutantsArgs& args) {
     std::cerr << "lockstep mutants: --paths must be both, in-process or driver\n";
     return kExitInputError;
   }
-  std::vector<NamedCase> cases;
-  Expectations expectations;
+  RunInputs in;  // as `lockstep run` loads them for impl (runner.h)
   try {
-    cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    expectations = load_expectations(default_expectations_file());
+    in = load_run_inputs({args.cases_dir, default_expectations_file(), ""});
   } catch (const std::exception& e) {
     std::cerr << "lockstep mutants: " << e.what() << "\n";
     return kExitInputError;
@@ -615,7 +624,7 @@ int command_mutants(const MutantsArgs& args) {
     if (args.only.empty() || args.only == m.name) selected.push_back(&m);
   fmt::print("lockstep mutants: {} named cases, then up to {} random programs per mutant (seed {}, max size {}); "
              "paths: {}\n",
-             cases.size(), args.count, args.seed, args.max_size, args.paths);
+             in.cases.size(), args.count, args.seed, args.max_size, args.paths);
   // Workers (workers.h): --jobs, else the machine's cores; mutant i in worker i % jobs, each with its own oracle,
   // impl, driver and clean baseline; the parent prints and reports the rows in catalogue order.
   int64_t jobs = args.jobs > 0 ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -625,7 +634,7 @@ int command_mutants(const MutantsArgs& args) {
     pin_oracle_threads();
     std::vector<std::unique_ptr<MutantsRun>> runs;
     for (const SuitePath& p : paths) {
-      runs.push_back(std::make_unique<MutantsRun>(args, cases, expectations, p));
+      runs.push_back(std::make_unique<MutantsRun>(args, in.cases, in.expectations, p));
       if (!runs.back()->fatal_error().empty()) return "the impl driver cannot start: " + runs.back()->fatal_error();
     }
     std::optional<ReplayKills> replay_kills;

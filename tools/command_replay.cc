@@ -20,7 +20,6 @@
 #include "conformance/run/capabilities.h"
 #include "conformance/run/zero_grad_default.h"
 #include "impl/engine_adapter.h"
-#include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
 #include "conformance/program/json_reader.h"
 #include "conformance/report/report.h"
@@ -28,7 +27,8 @@
 #include "tools/commands.h"
 #include "tools/commands_fixtures.h"
 #include "tools/engines.h"
-#include "tools/lockstep_session.h"
+#include "conformance/run/replay_plan.h"
+#include "conformance/run/run_scope.h"
 #include "tools/report_files.h"
 #include "tools/workers.h"
 #include <CLI/CLI.hpp>
@@ -277,16 +277,9 @@ int command_replay(const ReplayArgs& args) {
                                                                      : recorder;
   // The recording oracle's zero_grad() default (SEM-12.1), from its version; when the implementation's differs,
   // the programs it gets spell zero_grad() out as the recording oracle's. A fixture's own recorder decides for it.
-  const auto recorded = parse_pytorch_version(recorder);
-  const bool recorder_none = recorded && recorded->first >= 2;
-  auto recorded_none = [](const Fixture& f) {
-    const auto v = parse_pytorch_version(f.expected.engine);
-    return v && v->first >= 2;
-  };
+  const bool recorder_none = recorder_zero_grad_none(recorder);
   const bool mine = builtin ? make_replay_engine(recorder)->zero_grad_sets_to_none_by_default()
                             : resolved_zero_grad_default_none(caps, recorder_none);
-  // impl following each recorder has that recorder's default: nothing to spell out.
-  auto differs_from = [&](const Fixture& f) { return !follows_each_recorder && mine != recorded_none(f); };
   config.expectations.keep_for_version(replay_version);  // entries for other versions ("when", expectations.h)
   RunScope scope;
   try {
@@ -297,45 +290,13 @@ int command_replay(const ReplayArgs& args) {
     return kExitInputError;
   }
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep replay: warning: " << w << "\n";
-  const std::vector<std::string> only = split_list(args.only), tags = split_list(args.tags),
-                                 exclude_tags = split_list(args.exclude_tags);
-  auto selected = [&](const Fixture& f) {
-    if (!only.empty() && std::none_of(only.begin(), only.end(), [&](const std::string& g) { return glob_match(g, f.id); }))
-      return false;
-    auto has = [&](const std::string& t) { return std::find(f.tags.begin(), f.tags.end(), t) != f.tags.end(); };
-    return std::all_of(tags.begin(), tags.end(), has) && std::none_of(exclude_tags.begin(), exclude_tags.end(), has);
-  };
   // 1. Which fixtures run: those selected and in scope (the others recorded as left out, in order).
-  struct Planned {
-    const Fixture* original;
-    Fixture sent;  // zero_grad() spelled out when the defaults differ (zero_grad_default.h); no expected records
-    bool spelled_out = false;
-  };
-  std::vector<Planned> planned;
-  size_t matched = 0, other_versions = 0;
-  for (const Fixture& original : fixtures) {
-    if (!selected(original)) continue;
-    ++matched;
-    if (!follows_each_recorder && !fixture_applies(original, replay_version)) {
-      ++other_versions;
-      if (args.verbose) fmt::print("  left out {}: recorded for PyTorch {}\n", original.id, original.when_pytorch);
-      continue;
-    }
-    std::string why;
-    const std::set<std::string> features = program_features(original.program);
-    if (!in_scope(scope, original.id, original.program, features, &why) ||
-        (!follows_each_recorder &&
-         !in_version_scope(scope, original.id, original.program, features, replay_version, original.expected.engine,
-                           &why))) {
-      if (args.verbose) fmt::print("  left out {}: {}\n", original.id, why);
-      continue;
-    }
-    Fixture f = original;
-    const bool spelled_out = differs_from(original) && uses_zero_grad_default(f.program);
-    if (spelled_out) f.program = spell_out_zero_grad(f.program, recorded_none(original));
-    planned.push_back({&original, std::move(f), spelled_out});
-  }
-  if (matched == 0) {
+  const ReplayPlan plan = plan_replay(fixtures, {split_list(args.only), split_list(args.tags), split_list(args.exclude_tags)},
+                                      scope, replay_version, follows_each_recorder, mine);
+  if (args.verbose)
+    for (const auto& [id, why] : plan.left_out) fmt::print("  left out {}: {}\n", id, why);
+  const std::vector<PlannedFixture>& planned = plan.planned;
+  if (plan.matched == 0) {
     std::cerr << "lockstep replay: no fixture matches --only/--tags/--exclude-tags\n";
     return kExitInputError;
   }
@@ -347,22 +308,8 @@ int command_replay(const ReplayArgs& args) {
 
   // 2. Replay them, here or in workers (workers.h; fixture i in worker i % jobs, each with its own engine or
   // driver; the expectations' use counts come back with the results).
-  auto replay_one = [&](const Planned& p, ExternalDriver* on) {
-    auto engine = [&] {
-      std::unique_ptr<Engine> e = make_replay_engine(p.original->expected.engine);
-      return differs_from(*p.original) ? with_zero_grad_default(std::move(e), recorded_none(*p.original)) : std::move(e);
-    };
-    // The whole fixture, read again now (load_fixture_index(): only the programs are held for the whole replay).
-    Fixture whole = read_fixture_file(p.sent.file);
-    if (whole.id != p.sent.id)
-      throw InputError(p.sent.file, "/id", fmt::format("changed from '{}' to '{}' during the replay", p.sent.id, whole.id));
-    if (p.spelled_out) {
-      whole.program = p.sent.program;
-      whole.program_json = program_to_json(whole.program);
-    }
-    ReplayCaseResult r = on ? replay_on_driver(whole, *on, config) : replay_in_process(whole, engine, config);
-    r.areas = feature_areas(p.original->program);
-    return r;
+  auto replay_one = [&](const PlannedFixture& p, ExternalDriver* on) {
+    return replay_planned(p, on, make_replay_engine, config);
   };
   std::vector<ReplayCaseResult> results(planned.size());
   int64_t driver_starts = 0;
@@ -435,8 +382,8 @@ int command_replay(const ReplayArgs& args) {
     if (r.status == ReplayStatus::Skipped) counted.skipped = r.skipped_feature;
     counted.optional_fields = r.optional_fields;
     // Counted as what was sent: a spelled-out zero_grad() exercised set_to_none=false, not the default.
-    count_case(scope, f.program, program_features(f.program), counted);
-    if (uses_zero_grad_default(original.program) && differs_from(original))
+    count_case(scope, f.program, planned[i].features, counted);
+    if (uses_zero_grad_default(original.program) && planned[i].default_differs)
       for (AppliedRule& rule : scope.coverage.rules)
         if (rule.id == kZeroGradDefaultRule) ++rule.uses;
     print_result(r, args.verbose);
@@ -447,7 +394,7 @@ int command_replay(const ReplayArgs& args) {
                                    shell_quote(args.engine));
   if (!args.expected_failures_file.empty()) prefix += " --expectations " + shell_quote(path_for_reproduce(args.expected_failures_file));
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(path_for_reproduce(args.tolerance_file));
-  prefix += scope.reproduce_flags;
+  prefix += scope_reproduce_flags(args.features, args.exclude_features, args.profile);
   RunReport report = to_run_report(results, "fixtures of " + oracle, engine_name, 0,
                                    [&](const std::string& id) { return prefix + " --only " + shell_quote(id) + reproduce_report_dir_flag(id); });
   finish_coverage(scope, report, config.expectations);
@@ -459,9 +406,9 @@ int command_replay(const ReplayArgs& args) {
     fmt::print("warning: {}\n", warning);
     if (report.coverage) report.coverage->warnings.push_back(warning);
   }
-  if (other_versions > 0)
+  if (plan.other_versions > 0)
     fmt::print("{} fixture{} not replayed: recorded for another PyTorch version than {} (SEMANTICS 12.5)\n",
-               other_versions, other_versions == 1 ? "" : "s", replay_version);
+               plan.other_versions, plan.other_versions == 1 ? "" : "s", replay_version);
   try {
     write_reports(args.report_dir, report, "replay-report");
   } catch (const std::exception& e) {

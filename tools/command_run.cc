@@ -23,21 +23,17 @@
 #include "conformance/run/interpreter.h"
 #include "conformance/compare/expectations.h"
 #include "conformance/run/lockstep_runner.h"
-#include "conformance/run/replay.h"
+#include "conformance/run/runner.h"
 #include "conformance/run/tested_implementation.h"
 #include "conformance/run/zero_grad_default.h"
 #include "conformance/run/named_case.h"
-#include "conformance/program/feature_areas.h"
-#include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 #include "conformance/report/atomic_file.h"
 #include "conformance/report/report.h"
 #include "conformance/report/report_reader.h"
 #include "conformance/report/report_shards.h"
-#include "conformance/generate/shrink.h"
 #include "tools/commands.h"
 #include "tools/engines.h"
-#include "tools/lockstep_session.h"
 #include "tools/report_files.h"
 #include "tools/workers.h"
 #include "conformance/program/file_system.h"
@@ -196,25 +192,20 @@ namespace {
 
 int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock::time_point t0) {
   const bool worker = role == SliceRole::Worker;
-  std::vector<NamedCase> cases;
-  Expectations expectations;
-  Tolerance tolerance;
   const bool builtin = is_engine_name(args.engine);
+  // The shipped expectations are impl's; a driver or a registered engine (run_main.h) brings its own.
+  const bool shipped = args.engine == "impl" || args.engine == "oracle";
+  RunInputs in;
   try {
-    cases = load_cases(args.cases_dir.empty() ? default_cases_dir() : args.cases_dir);
-    // The shipped expectations are impl's; a driver or a registered engine (run_main.h) brings its own.
-    const bool shipped = args.engine == "impl" || args.engine == "oracle";
-    std::string file = args.expectations_file.empty() && shipped ? default_expectations_file() : args.expectations_file;
-    if (!file.empty()) expectations = load_expectations(file);
-    if (!args.tolerance_file.empty()) {
-      ReplayConfig config;
-      config.tolerance_overrides = read_tolerance_overrides(args.tolerance_file);
-      tolerance = config.tolerance_for("*");
-    }
+    in = load_run_inputs({args.cases_dir,
+                          args.expectations_file.empty() && shipped ? default_expectations_file() : args.expectations_file,
+                          args.tolerance_file});
   } catch (const std::exception& e) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
+  const std::vector<NamedCase>& cases = in.cases;
+  Expectations& expectations = in.expectations;
   if (!args.only_case.empty()) {
     bool found = false;
     for (const auto& c : cases) found = found || c.id == args.only_case;
@@ -231,7 +222,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     return kExitInputError;
   }
   LockstepOptions options;
-  options.tolerance = tolerance;
+  options.tolerance = in.tolerance;
   // The oracle cannot be re-synchronised, nor can a driver: they run free.
   options.mode = args.free_running || against_itself || !builtin ? RunMode::FreeRunning : RunMode::Lockstep;
   EngineFactory make_oracle = [] { return make_engine("oracle"); };
@@ -241,7 +232,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   } else {
     DriverOptions driver_options;
     driver_options.timeout = std::chrono::milliseconds(args.timeout_ms);
-    subject = driver_implementation(make_oracle, args.engine, driver_options, tolerance);
+    subject = driver_implementation(make_oracle, args.engine, driver_options, in.tolerance);
   }
 
   // The handshake (a driver starts now), then the scope: what it supports, --features/--exclude-features, its
@@ -281,7 +272,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   if (!args.cases_dir.empty()) prefix += " --cases " + shell_quote(path_for_reproduce(args.cases_dir));
   if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(path_for_reproduce(args.expectations_file));
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(path_for_reproduce(args.tolerance_file));
-  prefix += scope.reproduce_flags;
+  prefix += scope_reproduce_flags(args.features, args.exclude_features, args.profile);
   // A random program's reproduce line is this and --index; it is also what makes shards part of the same run.
   std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
                                           args.special_values ? " --special-values" : "");
@@ -290,12 +281,6 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   if (args.focus && !scope.scope->empty()) random_prefix += " --focus";
   if (report.shard) report.shard->run = random_prefix;
 
-  // A case's report, judged by the expectations (expectations.h).
-  // `features`: the program's, computed once per program by the caller (null: computed when needed).
-  auto case_report = [&](const std::string& id, LockstepResult result, std::optional<Program> program,
-                         const std::string& reproduce, const std::set<std::string>* features = nullptr) {
-    return make_case_report(id, std::move(result), std::move(program), reproduce, &expectations, features);
-  };
   auto fatal = [&]() -> bool {
     const std::string why = subject->fatal_error();
     if (why.empty()) return false;
@@ -313,28 +298,22 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   for (const AppliedRule& r : scope.coverage.rules)
     if (r.kind == "default") fmt::print("  rule {}: {}\n", r.id, r.reason);
 
-  // Named cases: the claim checks on the implementation's own trace, then the comparison with the oracle.
-  bool default_case_ran = false;  // zero_grad_default.h: the case that checks the implementation's default
+  // Named cases: the comparison with the oracle, then the claim checks on the implementation's own trace.
+  CaseRunner runner(*subject, expectations, scope);
   if (args.only_index < 0 && shard.index == 0) {
     for (const NamedCase& c : cases) {
       if (!args.only_case.empty() && c.id != args.only_case) continue;
       std::string why;
-      const std::set<std::string> features = program_features(c.program);
-      if (!in_scope(scope, c.id, c.program, features, &why)) {
+      std::optional<CaseReport> r =
+          runner.named_case(c, prefix + " --case " + shell_quote(c.id) + reproduce_report_dir_flag(c.id), &why);
+      if (fatal()) return kExitInputError;
+      if (!r) {
         if (!args.only_case.empty()) fmt::print("  left out {}: {}\n", c.id, why);
         continue;
       }
-      LockstepResult result = run_case(*subject, c, expectations);
-      if (fatal()) return kExitInputError;
-      count_case(scope, c.program, features, result);
-      if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran = true;
-      CaseReport r = case_report(c.id, std::move(result), c.program,
-                                 prefix + " --case " + shell_quote(c.id) + reproduce_report_dir_flag(c.id), &features);
-      r.areas = feature_areas(c.program, features);
-      if (r.status == CaseStatus::Passed) r.program.reset();
-      named.add(r);
-      if (!worker) print_case_line(r, true);
-      report.cases.push_back(std::move(r));
+      named.add(*r);
+      if (!worker) print_case_line(*r, true);
+      report.cases.push_back(std::move(*r));
     }
   }
   const size_t named_cases = report.cases.size();
@@ -364,47 +343,13 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
         std::cerr << "lockstep run: " << e.what() << "\n";
         return kExitInputError;
       }
-      const rc::Shrinkable<Program>& shrinkable = *generated;
-      Program program = shrinkable.value();
-      const std::set<std::string> features = program_features(program);
-      const FieldMask mask = expectations.mask_for(id, &features, &program);
-      LockstepResult result = subject->run(id, program, mask);
-      if (fatal()) return kExitInputError;
-      count_case(scope, program, features, result);
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i) + reproduce_report_dir_flag(id);
-      CaseReport r = case_report(id, result, program, reproduce, &features);
+      CaseReport r = runner.random_program(id, *generated, reproduce, args.shrink_seconds);
+      if (fatal()) return kExitInputError;
       if (r.status == CaseStatus::Failed) {
-        // Shrink to the smallest program that still fails (and is not explained by a known entry), re-running
-        // every candidate through the same implementation.
-        ShrinkStats stats;
-        // The same kind of failure (LockstepResult::failure_kind): a simpler program that fails for another
-        // reason is not the same bug.
-        const std::string kind = r.result.failure_kind();
-        auto still_fails = [&](const Program& candidate) {
-          const std::set<std::string> f = program_features(candidate);
-          CaseReport c = case_report(id, subject->run(id, candidate, expectations.mask_for(id, &f, &candidate)), candidate, "", &f);
-          return c.status == CaseStatus::Failed && c.result.failure_kind() == kind;
-        };
-        Program shrunk = shrink_program(shrinkable, still_fails, args.shrink_seconds, &stats);
-        const std::set<std::string> shrunk_features = program_features(shrunk);
-        LockstepResult shrunk_result = subject->run(id, shrunk, expectations.mask_for(id, &shrunk_features, &shrunk));
-        CaseReport s = case_report(id, shrunk_result, shrunk, reproduce, &shrunk_features);
-        if (s.status == CaseStatus::Failed) {
-          s.original_program = program;
-          r = std::move(s);
-        } else {
-          r.program = program;  // the shrunk program no longer failed (a flaky driver): report the original
-        }
-        r.shrink_steps = stats.steps;
         progress.clear();
         if (!worker) print_case_line(r, false);
-      } else if (r.status == CaseStatus::Known && r.result.skipped.empty()) {
-        r.program = program;  // a skipped case's is not kept: its reproduce line makes it again (docs/programs-and-limits.md "Limits")
-      } else {
-        r.program.reset();
       }
-      // A failure counts in the areas of the program the report shows (shrunk: the smallest that still fails).
-      r.areas = r.program && r.original_program ? feature_areas(*r.program) : feature_areas(program, features);
       random.add(r);
       keep_only_what_a_pass_shows(r);  // counted above; a pass keeps what its reports show (docs/programs-and-limits.md "Limits")
       report.cases.push_back(std::move(r));
@@ -414,7 +359,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   }
 
   for (AppliedRule& r : scope.coverage.rules)
-    if (r.id == kZeroGradDefaultRule && !default_case_ran)
+    if (r.id == kZeroGradDefaultRule && !runner.default_case_ran())
       r.reason += std::string(" -- but ") + kZeroGradDefaultCase + " did not run here (left out, skipped or not "
                   "selected): the implementation's default itself was not checked in this run";
   finish_coverage(scope, report, expectations);

@@ -22,6 +22,15 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+std::string scope_reproduce_flags(const std::string& features, const std::string& exclude_features,
+                                  const std::string& profile) {
+  std::string flags;
+  if (!features.empty()) flags += " --features " + shell_quote(features);
+  if (!exclude_features.empty()) flags += " --exclude-features " + shell_quote(exclude_features);
+  if (!profile.empty()) flags += " --profile " + shell_quote(profile);
+  return flags;
+}
+
 std::string reproduce_report_dir_flag(const std::string& case_id) {
   std::string folder = "lockstep-repro/";
   for (char c : case_id.substr(0, 200))

@@ -11,6 +11,11 @@ namespace lockstep::tools {
 // A string quoted for a POSIX shell: 'it'\''s'.
 std::string shell_quote(const std::string& s);
 
+// The scope flags of a reproduce line: " --features 'a,b' --exclude-features ... --profile ..." (each only when
+// given), so that the line runs the case in the scope that found it.
+std::string scope_reproduce_flags(const std::string& features, const std::string& exclude_features,
+                                  const std::string& profile);
+
 // The folder a reproduce line writes its reports to, as flags: " --report-dir 'lockstep-repro/ID'" (the id with
 // every byte outside [A-Za-z0-9._-] as '_'), so that reproducing a case does not overwrite the reports of the run
 // that printed it (./lockstep-report.*). A later --report-dir on the line overrides it.

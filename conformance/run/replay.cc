@@ -86,12 +86,16 @@ std::vector<ToleranceOverride> read_tolerance_overrides(const std::string& path)
   return tolerance_overrides_from_json(read_json_file(path), path);
 }
 
-Tolerance ReplayConfig::tolerance_for(const std::string& id) const {
-  Tolerance t = tolerance;
-  for (const ToleranceOverride& o : tolerance_overrides)
+Tolerance with_tolerance_overrides(Tolerance base, const std::vector<ToleranceOverride>& overrides,
+                                   const std::string& id) {
+  for (const ToleranceOverride& o : overrides)
     if (glob_match(o.id_pattern, id))
-      for (const auto& [q, k] : o.k) t.k(q) = k;
-  return t;
+      for (const auto& [q, k] : o.k) base.k(q) = k;
+  return base;
+}
+
+Tolerance ReplayConfig::tolerance_for(const std::string& id) const {
+  return with_tolerance_overrides(tolerance, tolerance_overrides, id);
 }
 
 const char* replay_status_name(ReplayStatus s) {

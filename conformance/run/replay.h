@@ -58,6 +58,10 @@ std::vector<ToleranceOverride> read_tolerance_overrides(const std::string& path)
 std::vector<ToleranceOverride> tolerance_overrides_from_json(const nlohmann::ordered_json& doc,
                                                              const std::string& file);
 
+// `base` with the k of every override whose id pattern (a glob) matches `id`, in file order (a later entry wins).
+Tolerance with_tolerance_overrides(Tolerance base, const std::vector<ToleranceOverride>& overrides,
+                                   const std::string& id);
+
 struct ReplayConfig {
   Tolerance tolerance;                         // before overrides
   Expectations expectations;                   // expectations.h: masks and expected failures

@@ -1,53 +1,33 @@
-// tools/lockstep_session.h: the pieces `lockstep run` and `lockstep mutants` share: a named case (its claims
-// and the comparison with the oracle) or a program on any implementation under test (in-process engine or
-// driver, conformance/run/tested_implementation.h), whether a result is a failure the expectations do not
-// accept, and shrinking a failing random program within a time budget.
+// conformance/run/run_scope.h: what a run or a replay may send the implementation under test and what it reached:
+// the scope (what the implementation's hello declares, --features/--exclude-features, its API profile, the
+// version rules), each case in or left out with the reason, and the coverage record the report carries.
 //
 // Example:
-//   auto subject = in_process_implementation(oracle_factory, [] { return make_engine("impl", "zero_grad_noop"); }, {});
-//   LockstepResult r = run_case(*subject, c, expectations);
-//   if (is_unexplained_failure(c.id, r, &expectations)) ...
-//   Program small = shrink_program(shrinkable, [&](const Program& p) { return ...; }, 10.0, &stats);
+//   RunScope scope = make_run_scope(subject->capabilities(), subject->zero_grad_rule(), "", "", "", expectations);
+//   const std::set<std::string> features = program_features(program);  // once per program
+//   if (in_scope(scope, id, program, features, &why)) { ... run it ...; count_case(scope, program, features, result); }
+//   finish_coverage(scope, report, expectations);
 #pragma once
 
-#include <functional>
 #include <map>
 #include <set>
 #include <memory>
 #include <string>
 
-#include <rapidcheck.h>
-
 #include "conformance/compare/expectations.h"
 #include "conformance/program/feature_scope.h"
 #include "conformance/report/report.h"
-#include "conformance/generate/shrink.h"
 #include "conformance/program/program.h"
 #include "conformance/run/lockstep_runner.h"
-#include "conformance/run/named_case.h"
-#include "conformance/run/tested_implementation.h"
+#include "conformance/run/capabilities.h"
 
-namespace lockstep::tools {
-
-// A named case on `subject`: the comparison with the oracle (with the case's masks), then its claim checks on
-// the implementation's own trace (skipped when the implementation declined the program). Failed claims make
-// the result fail and are listed in claim_failures, each with the case's claim and SEMANTICS sections.
-LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations);
-
-// A program on `subject` with the masks of case `id`.
-LockstepResult run_program_case(TestedImplementation& subject, const std::string& id, const Program& program,
-                                const Expectations& expectations);
-
-// Whether `result` failed and the expectations (may be null) do not accept it (report.h, make_case_report).
-bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
-                            const Expectations* expectations);
+namespace lockstep {
 
 // The scope of a run (what the implementation declares, --features/--exclude-features, the API profile) and
 // the coverage record the report carries (report.h, CoverageReport).
 struct RunScope {
   std::shared_ptr<FeatureScope> scope = std::make_shared<FeatureScope>();
   CoverageReport coverage;
-  std::string reproduce_flags;  // " --features ... --profile ..." for reproduce lines
   std::map<std::string, int64_t> left_out_by;  // exclusion reason -> programs or fixtures it left out
   std::set<std::string> not_generated;  // features this run's settings never generate (special_values without
                                         // --special-values): not reported as "not exercised"
@@ -80,8 +60,4 @@ void count_case(RunScope& s, const Program& program, const std::set<std::string>
 // At the end of a run: features in scope never exercised, how often each rule was used, unused expectations.
 void finish_coverage(RunScope& s, RunReport& report, const Expectations& expectations);
 
-// The smallest program that still fails (shrink.h, shrink_failure) within `seconds`.
-Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,
-                       double seconds, ShrinkStats* stats);
-
-}  // namespace lockstep::tools
+}  // namespace lockstep

@@ -1,8 +1,6 @@
-#include "tools/lockstep_session.h"
+#include "conformance/run/run_scope.h"
 
 #include "conformance/program/coverage_cells.h"
-
-#include <chrono>
 
 #include <fmt/format.h>
 
@@ -13,38 +11,8 @@
 #include "conformance/report/report.h"
 #include "conformance/run/api_profile.h"
 #include "conformance/run/zero_grad_default.h"
-#include "tools/report_files.h"
 
-namespace lockstep::tools {
-
-LockstepResult run_case(TestedImplementation& subject, const NamedCase& c, const Expectations& expectations) {
-  const std::set<std::string> features = program_features(c.program);
-  LockstepResult result = subject.run(c.id, c.program, expectations.mask_for(c.id, &features, &c.program));
-  if (!result.skipped.empty() || !subject.fatal_error().empty()) return result;
-  std::string why;
-  std::optional<Trace> own = subject.trace(c.id, c.program, why);
-  if (!own) {
-    result.passed = false;
-    const std::string text = "no trace to check the case's claims on: " + why;
-    result.engine_failure = result.engine_failure.empty() ? text : result.engine_failure + "\n" + text;
-    return result;
-  }
-  for (std::string& check : check_case(c, *own, subject.pytorch_version()))
-    result.claim_failures.push_back({std::move(check), c.claim, c.semantics});
-  if (!result.claim_failures.empty()) result.passed = false;
-  return result;
-}
-
-LockstepResult run_program_case(TestedImplementation& subject, const std::string& id, const Program& program,
-                                const Expectations& expectations) {
-  const std::set<std::string> features = program_features(program);
-  return subject.run(id, program, expectations.mask_for(id, &features, &program));
-}
-
-bool is_unexplained_failure(const std::string& case_id, const LockstepResult& result,
-                            const Expectations* expectations) {
-  return make_case_report(case_id, result, std::nullopt, "", expectations).status == CaseStatus::Failed;
-}
+namespace lockstep {
 
 RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations) {
@@ -58,9 +26,6 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
     s.coverage.warnings.push_back(std::to_string(caps.warnings.size() - kMaxWarnings) + " more warnings about the hello");
   exclude_unsupported(caps, *s.scope);
   narrow_scope(*s.scope, features, exclude_features);
-  if (!features.empty()) s.reproduce_flags += " --features " + shell_quote(features);
-  if (!exclude_features.empty()) s.reproduce_flags += " --exclude-features " + shell_quote(exclude_features);
-  if (!profile.empty()) s.reproduce_flags += " --profile " + shell_quote(profile);
   std::string name = profile.empty() ? caps.api_profile : profile;
   if (name == "none") name.clear();
   if (!name.empty()) {
@@ -188,9 +153,4 @@ void finish_coverage(RunScope& s, RunReport& report, const Expectations& expecta
   report.coverage = s.coverage;
 }
 
-Program shrink_program(const rc::Shrinkable<Program>& failing, const std::function<bool(const Program&)>& still_fails,
-                       double seconds, ShrinkStats* stats) {
-  return shrink_failure(failing, still_fails, stats, std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
-}
-
-}  // namespace lockstep::tools
+}  // namespace lockstep
