@@ -306,7 +306,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
       std::string why;
       std::optional<CaseReport> r =
           runner.named_case(c, prefix + " --case " + shell_quote(c.id) + reproduce_report_dir_flag(c.id), &why);
-      if (fatal()) return kExitInputError;
+      if (runner.implementation_lost() && fatal()) return kExitInputError;
       if (!r) {
         if (!args.only_case.empty()) fmt::print("  left out {}: {}\n", c.id, why);
         continue;
@@ -344,8 +344,10 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
         return kExitInputError;
       }
       const std::string reproduce = random_prefix + fmt::format(" --index {}", i) + reproduce_report_dir_flag(id);
-      CaseReport r = runner.random_program(id, *generated, reproduce, args.shrink_seconds);
+      // A fatal error at the program's run ends the run now; one while it was shrunk, at the next program.
       if (fatal()) return kExitInputError;
+      CaseReport r = runner.random_program(id, *generated, reproduce, args.shrink_seconds);
+      if (runner.implementation_lost() && fatal()) return kExitInputError;
       if (r.status == CaseStatus::Failed) {
         progress.clear();
         if (!worker) print_case_line(r, false);

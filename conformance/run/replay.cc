@@ -195,11 +195,12 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
   return result;
 }
 
-void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program) {
-  std::set<std::string> features;  // for rules (entries with "features"), which a fixture matches like a live case
-  if (program) features = program_features(*program);
+void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program,
+                        const std::set<std::string>* features) {
+  std::set<std::string> computed;  // for rules (entries with "features"), which a fixture matches like a live case
+  if (program && !features) features = &(computed = program_features(*program));
   const Expectation* e =
-      config.expectations.whole_case(result.id, program ? &features : nullptr, program, result.failed_action);
+      config.expectations.whole_case(result.id, program ? features : nullptr, program, result.failed_action);
   const bool masked_by_expectations = std::any_of(result.masked.begin(), result.masked.end(),
                                                   [](const MaskedDifference& m) { return !m.by_profile; });
   if (e && (result.status == ReplayStatus::Failed || (result.status == ReplayStatus::Passed && masked_by_expectations))) {
@@ -226,15 +227,16 @@ void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, co
 
 ReplayCaseResult replay_in_process(const Fixture& fixture,
                                    const std::function<std::unique_ptr<Engine>()>& make_engine,
-                                   const ReplayConfig& config) {
+                                   const ReplayConfig& config, const std::set<std::string>* features) {
   const auto t0 = Clock::now();
   ReplayCaseResult result;
-  const std::set<std::string> features = program_features(fixture.program);
+  std::set<std::string> computed;
+  if (!features) features = &(computed = program_features(fixture.program));
   try {
     std::unique_ptr<Engine> engine = make_engine();
     Trace actual = run_program(fixture.program, *engine);
     result = compare_fixture_trace(fixture, actual, config.tolerance_for(fixture.id),
-                                   config.expectations.mask_for(fixture.id, &features, &fixture.program));
+                                   config.expectations.mask_for(fixture.id, features, &fixture.program));
   } catch (const std::exception& e) {
     result.id = fixture.id;
     result.file = fixture.file;
@@ -244,17 +246,19 @@ ReplayCaseResult replay_in_process(const Fixture& fixture,
     result.failure = std::string("the engine threw out of the interpreter: ") + e.what();
   }
   result.elapsed = Clock::now() - t0;
-  apply_expectations(result, config, &fixture.program);
+  apply_expectations(result, config, &fixture.program, features);
   return result;
 }
 
-ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config) {
+ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config,
+                                  const std::set<std::string>* features) {
   DriverOutcome out = run_on_driver(driver, fixture.id, fixture.program_json);
   ReplayCaseResult result;
-  const std::set<std::string> features = program_features(fixture.program);
+  std::set<std::string> computed;
+  if (!features) features = &(computed = program_features(fixture.program));
   if (out.kind == DriverOutcome::Kind::Trace) {
     result = compare_fixture_trace(fixture, out.trace, config.tolerance_for(fixture.id),
-                                   config.expectations.mask_for(fixture.id, &features, &fixture.program));
+                                   config.expectations.mask_for(fixture.id, features, &fixture.program));
   } else {
     result.id = fixture.id;
     result.file = fixture.file;
@@ -270,7 +274,7 @@ ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver
   }
   result.stderr_excerpt = std::move(out.stderr_excerpt);
   result.elapsed = out.elapsed;
-  apply_expectations(result, config, &fixture.program);
+  apply_expectations(result, config, &fixture.program, features);
   return result;
 }
 

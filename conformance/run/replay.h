@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,16 +111,20 @@ ReplayCaseResult compare_fixture_trace(const Fixture& fixture, const Trace& actu
 
 // Runs the fixture's program on a fresh engine from `make_engine` and compares; applies the config
 // (tolerance overrides, expected failures). An exception out of the engine is a failure, not a crash.
+// `features`: program_features(fixture.program) where the caller has them (a replay plan computes them once);
+// null: computed here.
 ReplayCaseResult replay_in_process(const Fixture& fixture, const std::function<std::unique_ptr<Engine>()>& make_engine,
-                                   const ReplayConfig& config);
+                                   const ReplayConfig& config, const std::set<std::string>* features = nullptr);
 
 // Sends the fixture's program to the driver and compares its trace; "unsupported" gives Skipped.
-ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config);
+ReplayCaseResult replay_on_driver(const Fixture& fixture, ExternalDriver& driver, const ReplayConfig& config,
+                                  const std::set<std::string>* features = nullptr);
 
 // Applies the whole-case expectations to a result (Failed -> ExpectedFailure, Passed -> UnexpectedPass); a pass
 // with masked differences becomes ExpectedFailure (known) with the first mask's reason.
 // `program`: the fixture's, for rules (entries with "features", and "from"); without it only ids match.
-void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program = nullptr);
+void apply_expectations(ReplayCaseResult& result, const ReplayConfig& config, const Program* program = nullptr,
+                        const std::set<std::string>* features = nullptr);
 
 struct ReplaySummary {
   int passed = 0, failed = 0, skipped = 0, expected_failures = 0, unexpected_passes = 0;

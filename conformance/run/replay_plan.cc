@@ -76,7 +76,8 @@ ReplayCaseResult replay_planned(const PlannedFixture& p, ExternalDriver* driver,
     whole.program = p.sent.program;
     whole.program_json = program_to_json(whole.program);
   }
-  ReplayCaseResult r = driver ? replay_on_driver(whole, *driver, config) : replay_in_process(whole, engine, config);
+  ReplayCaseResult r = driver ? replay_on_driver(whole, *driver, config, &p.features)
+                              : replay_in_process(whole, engine, config, &p.features);
   r.areas = feature_areas(p.original->program);
   return r;
 }

@@ -57,6 +57,9 @@ bool recorder_zero_grad_none(const std::string& recorded_by);
 // implementation's zero_grad() default. Left-out fixtures are recorded in `scope`.
 ReplayPlan plan_replay(const std::vector<Fixture>& fixtures, const ReplaySelection& selection, RunScope& scope,
                        const std::string& replay_version, bool follows_each_recorder, bool implementation_none);
+// The plan points into `fixtures`: a temporary corpus would leave it dangling.
+ReplayPlan plan_replay(std::vector<Fixture>&& fixtures, const ReplaySelection& selection, RunScope& scope,
+                       const std::string& replay_version, bool follows_each_recorder, bool implementation_none) = delete;
 
 // One planned fixture, read again whole from its file (a corpus index holds only the programs), on `driver`
 // when given, else in process on the engine `make_engine(recorded_by)` makes (recorded_by: the fixture's

@@ -9,6 +9,7 @@
 //   finish_coverage(scope, report, expectations);
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <memory>

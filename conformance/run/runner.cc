@@ -61,6 +61,7 @@ std::optional<CaseReport> CaseRunner::named_case(const NamedCase& c, const std::
   const std::set<std::string> features = program_features(c.program);
   if (!in_scope(scope_, c.id, c.program, features, why)) return std::nullopt;
   LockstepResult result = run_case(subject_, c, features, expectations_);
+  implementation_lost_ = !subject_.fatal_error().empty();
   count_case(scope_, c.program, features, result);
   if (c.id == kZeroGradDefaultCase && result.skipped.empty()) default_case_ran_ = true;
   CaseReport r = make_case_report(c.id, std::move(result), c.program, reproduce, &expectations_, &features);
@@ -74,9 +75,10 @@ CaseReport CaseRunner::random_program(const std::string& id, const rc::Shrinkabl
   const Program program = generated.value();
   const std::set<std::string> features = program_features(program);
   LockstepResult result = run_program_case(subject_, id, program, features, expectations_);
+  implementation_lost_ = !subject_.fatal_error().empty();
   count_case(scope_, program, features, result);
   CaseReport r = make_case_report(id, std::move(result), program, reproduce, &expectations_, &features);
-  if (r.status == CaseStatus::Failed && subject_.fatal_error().empty()) {
+  if (r.status == CaseStatus::Failed && !implementation_lost_) {
     // The same kind of failure (LockstepResult::failure_kind): a simpler program that fails for another reason is
     // not the same bug.
     const std::string kind = r.result.failure_kind();

@@ -79,8 +79,10 @@ Program shrink_program(const rc::Shrinkable<Program>& failing, const std::functi
                        double seconds, ShrinkStats* stats);
 
 // One run's cases on one implementation, in its scope, judged by its expectations: each case is counted in the
-// scope's coverage and comes back as its report. After each call, `subject.fatal_error()` says whether the
-// implementation can still run (a driver that cannot start): the caller ends the run.
+// scope's coverage and comes back as its report. After each call, implementation_lost() says whether the
+// implementation could not run the case at all (a driver that cannot start, subject.fatal_error()): the caller
+// ends the run. A driver that gives up while a failing program is shrunk ends the run at the next case, after
+// this one's report.
 class CaseRunner {
  public:
   CaseRunner(TestedImplementation& subject, Expectations& expectations, RunScope& scope)
@@ -93,18 +95,23 @@ class CaseRunner {
   // Random program `id`, reproduced by `reproduce`. An unexplained failure is shrunk within `shrink_seconds`
   // (every candidate run through the same implementation, failing the same way: failure_kind()); the report
   // holds the shrunk program and the original one, or the original alone when the shrunk one no longer fails
-  // (a flaky driver). A skipped or expected failure keeps its program; a pass keeps only what its reports show.
+  // (a flaky driver). An expected failure keeps its program (a skipped one does not: its reproduce line makes it
+  // again); a pass keeps none.
   CaseReport random_program(const std::string& id, const rc::Shrinkable<Program>& generated,
                             const std::string& reproduce, double shrink_seconds);
 
   // Whether the case that checks the implementation's zero_grad() default ran (zero_grad_default.h).
   bool default_case_ran() const { return default_case_ran_; }
 
+  // Whether the implementation had a fatal error right after the last case's run (before any shrinking).
+  bool implementation_lost() const { return implementation_lost_; }
+
  private:
   TestedImplementation& subject_;
   Expectations& expectations_;
   RunScope& scope_;
   bool default_case_ran_ = false;
+  bool implementation_lost_ = false;
 };
 
 }  // namespace lockstep

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "conformance/generate/generators.h"
+#include "conformance/program/feature_areas.h"
 #include "conformance/program/program_json.h"
 #include "conformance/run/zero_grad_default.h"
 #include "impl/engine_adapter.h"
@@ -56,11 +57,13 @@ const NamedCase& shipped_case(const std::vector<NamedCase>& cases, const std::st
   throw std::runtime_error("no shipped case " + id);
 }
 
-TEST(Runner, LoadsTheShippedCasesAndAToleranceFileForEveryCase) {
+TEST(Runner, LoadsTheShippedCasesAndRefusesAMissingFile) {
   const RunInputs in = load_run_inputs({});
   EXPECT_GT(in.cases.size(), 40u);
-  EXPECT_TRUE(in.expectations.entries.empty());
+  EXPECT_TRUE(in.expectations.entries.empty());  // none given
   EXPECT_THROW(load_run_inputs({"", "", "/nonexistent/tolerance.json"}), std::exception);
+  EXPECT_THROW(load_run_inputs({"", "/nonexistent/expectations.json", ""}), std::exception);
+  EXPECT_THROW(load_run_inputs({"/nonexistent/cases", "", ""}), std::exception);
 }
 
 TEST(Runner, ARunTakesTheToleranceEntriesForEveryCase) {
@@ -157,7 +160,7 @@ TEST(Runner, AFailingRandomProgramIsShrunkAndKeepsItsOriginal) {
     const rc::Shrinkable<Program> generated = programs.at(i);
     const LockstepResult first = run_program_case(*subject, "x", generated.value(), none);
     if (first.passed) continue;
-    CaseReport r = runner.random_program("random-" + std::to_string(i), generated, "lockstep run --index", 30.0);
+    CaseReport r = runner.random_program("random-" + std::to_string(i), generated, "lockstep run --index", 5.0);
     ASSERT_EQ(r.status, CaseStatus::Failed);
     ASSERT_TRUE(r.program);
     ASSERT_TRUE(r.original_program);
@@ -169,6 +172,30 @@ TEST(Runner, AFailingRandomProgramIsShrunkAndKeepsItsOriginal) {
     // The shrunk program fails on the planted error and passes on impl.
     EXPECT_FALSE(run_program_case(*subject, "x", *r.program, none).passed);
     EXPECT_TRUE(run_program_case(*impl_against_impl(), "x", *r.program, none).passed);
+    EXPECT_EQ(r.areas, feature_areas(*r.program));  // the failure counts where the shrunk program is
+    return;
+  }
+  FAIL() << "no program of the first 50 shows a step that does nothing";
+}
+
+TEST(Runner, AnExpectedFailureKeepsItsProgramAndIsNotShrunk) {
+  Expectations known = expectations_from_json(
+      nlohmann::ordered_json::parse(R"({"expectations": [{"id": "random-*", "reason": "no step here"}]})"),
+      "test");
+  auto subject = stepless_against_impl();
+  RunScope scope = make_run_scope(subject->capabilities(), "", "", "", "", known);
+  CaseRunner runner(*subject, known, scope);
+  RandomPrograms programs(7, GenOptions{});
+  for (uint64_t i = 0; i < 50; ++i) {
+    const rc::Shrinkable<Program> generated = programs.at(i);
+    if (run_program_case(*subject, "x", generated.value(), known).passed) continue;
+    CaseReport r = runner.random_program("random-" + std::to_string(i), generated, "reproduce", 5.0);
+    ASSERT_EQ(r.status, CaseStatus::Known);
+    EXPECT_NE(r.known_reason.find("no step here"), std::string::npos) << r.known_reason;
+    ASSERT_TRUE(r.program);
+    EXPECT_EQ(program_to_json(*r.program), program_to_json(generated.value()));
+    EXPECT_FALSE(r.original_program);
+    EXPECT_FALSE(r.shrink_steps);
     return;
   }
   FAIL() << "no program of the first 50 shows a step that does nothing";
