@@ -294,4 +294,20 @@ void check_program_cost(const Program& p, const ProgramLimits& limits) {
   }
 }
 
+size_t actions_within_cost(const Program& p, const ProgramLimits& limits) {
+  auto fits = [&](const CostWalk& walk) {
+    const ProgramCost& c = walk.cost();
+    return c.observed_values <= limits.max_observed_values && c.arithmetic <= limits.max_arithmetic &&
+           walk.group_entries() <= limits.max_group_entries;
+  };
+  CostWalk walk(p, limits);
+  walk.init();
+  if (!fits(walk)) return 0;
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    walk.action(p.actions[i]);
+    if (!fits(walk)) return i;
+  }
+  return p.actions.size();
+}
+
 }  // namespace lockstep

@@ -37,4 +37,9 @@ ProgramCost program_cost(const Program& p, const ProgramLimits& limits = {});
 // (or at "/params" when the init record alone does).
 void check_program_cost(const Program& p, const ProgramLimits& limits);
 
+// How many of the program's first actions keep both running totals and the group entries within `limits` (all of
+// them when the program fits; 0 when its init record alone does not): what a generator keeps of a program that grew
+// past them. Expression sizes are not looked at.
+size_t actions_within_cost(const Program& p, const ProgramLimits& limits = {});
+
 }  // namespace lockstep

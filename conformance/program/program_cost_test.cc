@@ -93,7 +93,9 @@ TEST(ProgramCost, HeldHandlesAreRejectedAtTheActionThatPassesTheLimit) {
     EXPECT_NE(std::string(e.what()).find("4,194,304 values"), std::string::npos) << e.what();
   }
   ASSERT_GT(at, 100u);
+  EXPECT_EQ(actions_within_cost(p), at);  // what the generator keeps of a program that grew past a limit
   p.actions.resize(at);
+  EXPECT_EQ(actions_within_cost(p), at);
   EXPECT_NO_THROW(validate(p));
   EXPECT_LE(program_cost(p).observed_values, ProgramLimits{}.max_observed_values);
   p.actions.push_back(hold("x", "one-more"));
