@@ -127,6 +127,13 @@ std::vector<EvalNode> scaled_nodes(const Expr& loss, const EngineState& state, d
       // A rounded intermediate in the subnormal range carries an absolute error of up to one denormal, whatever
       // its magnitude: its scale is at least the smallest normal number of the dtype.
       if (!leaf) n.b[i] = std::max(n.b[i], min_normal);
+      // The exact scales (min_normal 0, SEMANTICS §9.5): an element-wise op's zero made from a computed operand that
+      // was not an exact zero (its sign rounding's, as in (x y - z) * 0) is not a zero of zero operands.
+      if (min_normal == 0 && !leaf && n.b[i] == 0 && describe(call.expr.op).elementwise)
+        for (const EvalNode* o : call.operands)
+          if (o->expr->op != Op::Param && o->expr->op != Op::Const && !o->b.empty() &&
+              o->b[o->b.size() == n.b.size() ? i : 0] != 0)
+            n.b[i] = std::numeric_limits<double>::denorm_min();
     }
     if (longest_reduction) *longest_reduction = std::max(*longest_reduction, reduction_length(call));
   };

@@ -124,7 +124,8 @@ struct OperandScales {
   // (header comment: an infinite gradient through tanh or sigmoid at saturation, softplus at e^a's underflow), else 0.
   std::map<std::string, std::vector<double>> grad_straddle;
   // Per element: 1 where every operand that produced it was exactly zero (its scale before the subnormal floor is 0),
-  // so the sign of a zero result is defined (SEMANTICS §9.5).
+  // so the sign of a zero result is defined (SEMANTICS §9.5); 0 where a product with an exact zero had a computed
+  // non-zero factor (below the backward's root), whose sign rounding may decide. The comparator goes by these flags.
   std::vector<char> output_exact_zero;
   std::map<std::string, std::vector<char>> grad_exact_zero;
 };

@@ -133,6 +133,28 @@ TEST(Sem9OperandScales, ProductGradScalesAreTheOtherOperand) {
   EXPECT_EQ(scales.output[0], 5 * 0.001 + 12 + 7000);
 }
 
+// SEMANTICS §9.5: a zero's sign is compared where every operand was zero. A product with an exact zero takes the
+// other factor's sign: a leaf's, or the root's seed, is exact; a computed value's may be rounding's. random-95330 of
+// seed 5 (max size 100): x = w * c with c[1] = 0 fed linear, whose grad of x cancelled to about 0, so w's grad[1] was
+// -0 in LibTorch and +0 in impl, both correct; it was judged "the sign of zero must match".
+TEST(Sem9OperandScales, AZeroMadeWithAComputedNonZeroOperandHasNoExactSign) {
+  EngineState s = state_with("w", {2}, {4, 1});
+  s.params.push_back(state_with("v", {2}, {1, 1}).params[0]);
+  auto c = [] { return constant(TensorValue{DType::Float64, {2}, {0.5, 0}}); };
+  // At the root, the seed's sign is exact: w's grad[1] = g * 0 has an exact sign, and so has the output w * 0.
+  const std::vector<double> seed = {1, -1};
+  OperandScales root = operand_scales(*mul(param("w"), c()), s, &seed);
+  EXPECT_EQ(root.grad_exact_zero["w"], (std::vector<char>{0, 1}));
+  EXPECT_EQ(root.output_exact_zero, (std::vector<char>{0, 1}));
+  // Below the root, the incoming gradient is computed: w's grad[1] may have either sign.
+  OperandScales below = operand_scales(*sum(mul(param("w"), c())), s, nullptr);
+  EXPECT_EQ(below.grad_exact_zero["w"], (std::vector<char>{0, 0}));
+  // Forward: (w - v) * c, where (w - v)[1] = 0 is computed from non-zero operands (SEM-9.5 compares only zeros of
+  // zero operands): not exact.
+  OperandScales forward = operand_scales(*mul(binary(Op::Sub, param("w"), param("v")), c()), s, &seed);
+  EXPECT_EQ(forward.output_exact_zero, (std::vector<char>{0, 0}));
+}
+
 TEST(Sem9OperandScales, SharedParameterAccumulatesScalesOverPaths) {
   // loss = sum(x * x): both paths contribute |x| (SEM-2.6).
   EngineState s = state_with("x", {2}, {3, -4});

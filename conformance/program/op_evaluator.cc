@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace lockstep {
 namespace {
@@ -149,6 +150,11 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
         // A non-finite scale for one element (0 * inf where an operand is infinite) drops that element's
         // contribution only; the engines' value there is non-finite or exact.
         if (!std::isfinite(g[j])) g[j] = 0;
+        // The exact scales (min_normal 0, SEMANTICS §9.5): an exact zero made under a non-zero incoming gradient below
+        // the root (a product with a zero) has that gradient's sign, which rounding may decide: not a zero of zero
+        // operands, so its scale is the smallest positive number, not 0.
+        else if (min_normal == 0 && g[j] == 0 && n.s[j] != 0 && k + 1 != nodes.size())
+          g[j] = std::numeric_limits<double>::denorm_min();
       }
       accumulate(call.arg(i).s, g);
     }
