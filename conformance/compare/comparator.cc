@@ -230,7 +230,7 @@ class Comparer {
         // exact zero before its subnormal floor) and nothing was carried; a zero that rounding or cancellation made
         // of non-zero operands may have either sign. Where the exact scale is known it decides: a grad's scale may be
         // 0 (w * 0) while the factor that gave the zero its sign was computed (tolerance.h, OperandScales).
-        const bool exact_known = has_extra && exact_zero && i < exact_zero->size();
+        const bool exact_known = has_extra && exact_zero && exact_zero->size() == expected.data.size();
         const bool zero_operands =
             exact_known ? (*exact_zero)[i] && (!has_previous || previous->data[i] == 0) : m == 0;
         if (!bad && ev == 0 && av == 0 && zero_operands && carried == 0 && std::signbit(ev) != std::signbit(av)) {

@@ -133,7 +133,7 @@ std::vector<EvalNode> scaled_nodes(const Expr& loss, const EngineState& state, d
         for (const EvalNode* o : call.operands)
           if (o->expr->op != Op::Param && o->expr->op != Op::Const && !o->b.empty() &&
               o->b[o->b.size() == n.b.size() ? i : 0] != 0)
-            n.b[i] = std::numeric_limits<double>::denorm_min();
+            n.b[i] = 1;  // a mark: in the exact scales only zero or not matters (backward_scales)
     }
     if (longest_reduction) *longest_reduction = std::max(*longest_reduction, reduction_length(call));
   };

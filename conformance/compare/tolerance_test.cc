@@ -153,6 +153,16 @@ TEST(Sem9OperandScales, AZeroMadeWithAComputedNonZeroOperandHasNoExactSign) {
   // zero operands): not exact.
   OperandScales forward = operand_scales(*mul(binary(Op::Sub, param("w"), param("v")), c()), s, &seed);
   EXPECT_EQ(forward.output_exact_zero, (std::vector<char>{0, 0}));
+  // The mark survives a reduction's 1/n below it: sum(mean(w) * 0), w's grads are mean's incoming / 2.
+  auto zero = constant(TensorValue{DType::Float64, {}, {0}});
+  OperandScales through_mean = operand_scales(*sum(mul(mean(param("w")), zero)), s, nullptr);
+  EXPECT_EQ(through_mean.grad_exact_zero["w"], (std::vector<char>{0, 0}));
+  // An exact zero gradient times a computed factor: an explicit gradient of zeros into (w - v) * (v - w), whose
+  // operands' grads 0 * (v - w) and 0 * (w - v) take the computed factor's sign.
+  const std::vector<double> zeros = {0, 0};
+  OperandScales mirror =
+      operand_scales(*mul(binary(Op::Sub, param("w"), param("v")), binary(Op::Sub, param("v"), param("w"))), s, &zeros);
+  EXPECT_EQ(mirror.grad_exact_zero["w"], (std::vector<char>{0, 0}));
 }
 
 TEST(Sem9OperandScales, SharedParameterAccumulatesScalesOverPaths) {

@@ -1079,10 +1079,15 @@ rc::Gen<Program> gen_program(const GenOptions& given) {
   return [=](const rc::Random& random, int size) {
     Picker pick(random, clamp_size(size, options));
     Program program = generate_program(pick, options);
-    repair_program(program);
     // A long program under L-BFGS (up to 1 + 26 max_iter closure calls a step) can pass the limits validate() sets on
-    // what a run observes and computes; the generator keeps the actions that fit (a prefix stays valid).
-    program.actions.resize(actions_within_cost(program));
+    // what a run observes and computes; the generator keeps the actions that fit (a prefix stays valid). A program
+    // repair could not mend is left as it is, for validate() to name.
+    if (repair_program(program)) {
+      try {
+        program.actions.resize(actions_within_cost(program));
+      } catch (const ProgramError&) {
+      }
+    }
     return shrinkable_program(std::move(program));
   };
 }

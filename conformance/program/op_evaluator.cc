@@ -130,6 +130,12 @@ void backward_values(std::vector<EvalNode>& nodes, const std::vector<double>& se
 void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& seed, double min_normal) {
   for (EvalNode& n : nodes) n.s.assign(n.v.size(), 0.0);
   nodes.back().s = seed;
+  // The exact scales (min_normal 0, SEMANTICS §9.5) are 0 only where the sign of a zero is fixed; a zero whose sign a
+  // rounding may decide is marked 1 (there only zero or not matters). Such a zero is a product with an exact zero whose
+  // other factor was computed: a gradient passed down from the root (below it, a sum may have cancelled to either side
+  // of 0), or an operand computed to a non-zero value.
+  const bool exact = min_normal == 0;
+  constexpr double kSignFree = 1;
   for (size_t k = nodes.size(); k-- > 0;) {
     OpCall call = call_of(nodes, k);
     const Expr& e = call.expr;
@@ -138,11 +144,26 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
     // The root's too: an explicit gradient below the smallest normal number is scaled inside the op's backward
     // (mse_loss's 2 g / n) and rounded there to an absolute denormal, which the operand's factor then multiplies.
     for (double& x : n.s) x = std::max(x, min_normal);
+    const bool computed_incoming =
+        exact && k + 1 != nodes.size() && std::any_of(n.s.begin(), n.s.end(), [](double x) { return x != 0; });
     const OpDescription& d = describe(e.op);
     if (!d.elementwise) {
       d.backward_scale(call);
+      // A reduction, matmul or linear that passed a computed gradient on as 0 (a zero weight, a 1/n that underflowed
+      // the mark): its operands' zeros there are not fixed.
+      if (computed_incoming)
+        for (EvalNode* o : call.operands)
+          for (double& x : o->s)
+            if (x == 0) x = kSignFree;
       continue;
     }
+    auto computed_operand_at = [&](size_t j) {  // an operand computed to a non-zero value at element j
+      for (const EvalNode* o : call.operands)
+        if (o->expr->op != Op::Param && o->expr->op != Op::Const && !o->b.empty() &&
+            o->b[o->b.size() == n.s.size() ? j : 0] != 0)
+          return true;
+      return false;
+    };
     for (size_t i = 0; i < call.operands.size(); ++i) {
       std::vector<double> g(n.s.size());
       for (size_t j = 0; j < n.s.size(); ++j) {
@@ -150,11 +171,8 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
         // A non-finite scale for one element (0 * inf where an operand is infinite) drops that element's
         // contribution only; the engines' value there is non-finite or exact.
         if (!std::isfinite(g[j])) g[j] = 0;
-        // The exact scales (min_normal 0, SEMANTICS §9.5): an exact zero made under a non-zero incoming gradient below
-        // the root (a product with a zero) has that gradient's sign, which rounding may decide: not a zero of zero
-        // operands, so its scale is the smallest positive number, not 0.
-        else if (min_normal == 0 && g[j] == 0 && n.s[j] != 0 && k + 1 != nodes.size())
-          g[j] = std::numeric_limits<double>::denorm_min();
+        else if (exact && g[j] == 0 && ((n.s[j] != 0 && k + 1 != nodes.size()) || computed_operand_at(j)))
+          g[j] = kSignFree;
       }
       accumulate(call.arg(i).s, g);
     }

@@ -52,8 +52,8 @@ void backward_values(std::vector<EvalNode>& nodes, const std::vector<double>& se
 // The backward on magnitudes (tolerance.h): `seed` at the root, each node's s its backward scale. An op's incoming
 // scale, the root's included, is at least `min_normal` (a gradient through the subnormal range is rounded to an
 // absolute denormal); a non-finite contribution of one element (0 * inf) is dropped. With `min_normal` 0 (the exact
-// scales, SEMANTICS §9.5: 0 only where every operand was zero), an element-wise op's zero contribution under a non-zero
-// incoming scale, below the root, is the smallest positive double instead.
+// scales, SEMANTICS §9.5), a scale is 0 only where a zero's sign is fixed: a zero made from a computed factor (a
+// gradient below the root, an operand computed to a non-zero value) is marked 1 instead, whatever its magnitude.
 void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& seed, double min_normal);
 
 // Each parameter's gradient: the s of its nodes summed (in reverse evaluation order, as a backward accumulates).
