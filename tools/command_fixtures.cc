@@ -102,7 +102,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
       if (!in || old.str() != text) write_file_atomically(file, text);
       written.insert(files::canonical(file));
     }
-    std::vector<std::string> folders = {"cases", "gradient_fed", "ops", "random"};
+    std::vector<std::string> folders = {"cases", "gradient_fed", "ops", "random", "default_run"};
     if (args.version_dependent_only) folders = {};
     if (second_generation) folders.push_back("cases-torch2");
     for (const std::string& folder : folders) {

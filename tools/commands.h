@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "conformance/run/default_run.h"
+
 namespace CLI {
 class App;
 }
@@ -20,13 +22,13 @@ inline constexpr int kExitInputError = 2;
 struct RunArgs {
   std::string engine = "impl";    // the implementation under test: impl, oracle (self-check) or a driver command
   std::string cases_dir;          // empty: the cases shipped with the source tree
-  int64_t count = 10000;          // random programs after the named cases: at the default seed and size, they
-                                  // kill every mutant of the catalogue (docs/search-power.md "The default run")
-  uint64_t seed = 1;
-  int max_size = 30;
+  int64_t count = kDefaultRunCount;  // random programs after the named cases: at the default seed and size, they
+                                     // kill every mutant of the catalogue (docs/search-power.md "The default run")
+  uint64_t seed = kDefaultRunSeed;
+  int max_size = kDefaultRunMaxSize;
   bool free_running = false;
   bool special_values = false;    // NaN and +-Inf in every random program
-  int special_values_every = 4;   // else in every n-th (program i with i % n == n - 1); 0: in none
+  int special_values_every = kDefaultRunSpecialValuesEvery;  // else in every n-th (program i with i % n == n - 1); 0: in none
   std::string report_dir = ".";
   std::string only_case;          // run just this named case (reproduce a failure)
   int64_t only_index = -1;        // run just this random program index (reproduce a failure)

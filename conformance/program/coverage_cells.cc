@@ -75,7 +75,8 @@ const std::vector<std::string> kGroupColumns = {
     "one list",          "several groups",      "group options",  "partial group options",
     "some not optimized", "duplicate in group", "param in two groups", "empty list",
     "lr change",         "other option change", "change of a missing group", "add_param_group",
-    "added param already grouped"};
+    "added param already grouped", "change with several groups", "invalid in one of several groups",
+    "same-shape params with state"};
 
 // The structures of several groups, a parameter listed twice or none, for an optimizer of one group only (L-BFGS,
 // SEM-16.1: another group fails its steps) are error cases the generator draws as "several groups" alone.
@@ -83,7 +84,8 @@ bool group_applies(const std::string& optimizer, const std::string& column) {
   const std::optional<OptimizerKind> kind = optimizer_from_name(optimizer);
   if (!kind) return false;
   if (!describe(*kind).one_group) return true;
-  return column != "duplicate in group" && column != "param in two groups" && column != "empty list";
+  return column != "duplicate in group" && column != "param in two groups" && column != "empty list" &&
+         column != "invalid in one of several groups";
 }
 
 const std::vector<std::string> kSituationColumns = {
@@ -101,6 +103,10 @@ const std::vector<std::string> kSituationColumns = {
     "activation of a param, stepped, backward again",
     "zero_grad between backwards",
     "backward after step, no new forward",
+    "backward after create_graph",
+    "param used twice, grad defined",
+    "param used twice, grad held",
+    "param used twice, 0-d grad aliased",
     "backward through a freed graph",
     "step before any backward",
 };
@@ -250,8 +256,26 @@ void group_cells(const Program& p, std::set<std::string>& cells) {
       add("group options");
       if (partial(*g.options, spec.kind)) add("partial group options");
       option_cells(spec.kind, *g.options, true, cells);
+      const OptimizerDescription& d = describe(spec.kind);
+      if (spec.groups.size() > 1 && d.rejects && d.rejects(resolved_options(spec.kind, *g.options)))
+        add("invalid in one of several groups");
     }
   }
+  // Two optimized parameters of one shape and dtype, each with its own state (SGD: with momentum): state keyed
+  // by anything but the parameter mixes them up.
+  std::set<std::pair<DType, Shape>> stateful_shapes;
+  bool same_shape = false;
+  for (const ParamGroupSpec& g : spec.groups) {
+    const OptimizerOptions o = resolved_options(spec.kind, g.options ? *g.options : spec.defaults);
+    if (spec.kind == OptimizerKind::SGD && o.momentum.value_or(0) == 0) continue;
+    std::set<std::string> seen;
+    for (const std::string& n : g.params) {
+      auto it = std::find_if(p.params.begin(), p.params.end(), [&](const ParamSpec& ps) { return ps.name == n; });
+      if (it == p.params.end() || !seen.insert(n).second) continue;
+      if (!stateful_shapes.insert({it->dtype, it->shape}).second) same_shape = true;
+    }
+  }
+  if (same_shape) add("same-shape params with state");
   for (const auto& entry : listed) {
     const std::string& name = entry.first;  // not a structured binding: C++17 lambdas cannot capture one
     const auto count = entry.second;
@@ -269,6 +293,7 @@ void group_cells(const Program& p, std::set<std::string>& cells) {
   for (const Action& a : p.actions) {
     if (a.kind == ActionKind::SetOptions) {
       if (a.group >= groups) add("change of a missing group");
+      if (groups > 1) add("change with several groups");
       if (a.options.lr) add("lr change");
       OptimizerOptions others = a.options;
       others.lr.reset();
@@ -323,13 +348,18 @@ bool uses(const Expr& e, const std::string& param) {
   return found;
 }
 
-bool uses_a_param_twice(const Expr& e) {
+std::vector<std::string> params_used_twice(const Expr& e) {
   std::map<std::string, int> uses;
   walk_expr(e, [&](const Expr& n) {
     if (n.op == Op::Param) ++uses[n.name];
   });
-  return std::any_of(uses.begin(), uses.end(), [](const auto& u) { return u.second > 1; });
+  std::vector<std::string> out;
+  for (const auto& [name, n] : uses)
+    if (n > 1) out.push_back(name);
+  return out;
 }
+
+bool uses_a_param_twice(const Expr& e) { return !params_used_twice(e).empty(); }
 
 void situation_cells(const Program& p, const std::map<std::string, const ParamSpec*>& params,
                      std::set<std::string>& cells) {
@@ -342,7 +372,7 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
   bool stepped_since_backward = false, zeroed_since_backward = false, any_backward = false;
   std::optional<std::pair<std::string, std::string>> shared_0d;  // two 0-d params whose grads share storage
   std::set<std::string> defined;                                 // params whose grad is (probably) defined
-  bool stepped_since_forward = false;
+  bool stepped_since_forward = false, any_create_graph = false;
   std::set<std::string> held, held_zeroed, held_none;
   for (const Action& a : p.actions) {
     switch (a.kind) {
@@ -367,6 +397,19 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
           if (!held.empty()) add("held across create_graph");
         }
         if (stepped_since_forward) add("backward after step, no new forward");
+        if (any_create_graph) add("backward after create_graph");
+        // A parameter reached by several edges of the loss while its grad exists: the edges' sum is added to the
+        // grad once (SEM-3.2), which an accumulation per edge gets wrong in the last bits or, with a held handle
+        // or an aliased 0-d grad, in the storage it writes.
+        if (output)
+          for (const std::string& twice : params_used_twice(*output)) {
+            if (!defined.count(twice)) continue;
+            add("param used twice, grad defined");
+            if (held.count(twice)) add("param used twice, grad held");
+            if (!a.create_graph && shared_0d && (shared_0d->first == twice || shared_0d->second == twice))
+              add("param used twice, 0-d grad aliased");
+          }
+        any_create_graph = any_create_graph || a.create_graph;
         if (backward_since_forward) {
           if (freed_since_forward) add("backward through a freed graph");
           if (stepped_since_backward) {

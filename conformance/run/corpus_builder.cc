@@ -13,6 +13,8 @@
 #include "conformance/program/program_json.h"
 #include "conformance/program/pytorch_version.h"
 #include "conformance/program/file_system.h"
+#include "conformance/run/corpus_reach.h"
+#include "conformance/run/default_run.h"
 #include "conformance/run/interpreter.h"
 
 namespace lockstep {
@@ -404,6 +406,38 @@ std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, con
       all.push_back({"random", std::move(f)});
       ++picked;
     }
+
+    // 5. The default run's programs that reach a feature or coverage cell no fixture above reaches
+    // (corpus_reach.h), so replay reaches all a default `lockstep run` does.
+    if (options.default_run_count > 0) {
+      Reach have;
+      for (const CorpusFixture& g : all) have.add(g.fixture.program);
+      const DefaultRunReach run = default_run_reach(options.default_run_count);
+      RandomPrograms stream(kDefaultRunSeed, default_run_gen_options());
+      for (const int64_t index : pick_to_close_the_gap(run, have)) {
+        const std::vector<std::string> adds = not_reached(run.by_index[static_cast<size_t>(index)], have);
+        have.add(run.by_index[static_cast<size_t>(index)]);
+        Fixture f;
+        f.program = stream.at(static_cast<uint64_t>(index)).value();
+        f.program_json = program_to_json(f.program);
+        f.id = content_id("run", f.program_json);
+        f.expected = recorded(f.program);
+        f.tags = feature_tags(f.program, &f.expected);
+        f.semantics = semantics_for(f.tags);
+        const bool special = index % kDefaultRunSpecialValuesEvery == kDefaultRunSpecialValuesEvery - 1;
+        std::string shown;
+        for (size_t k = 0; k < adds.size() && k < 3; ++k) shown += (k ? "; " : "") + adds[k];
+        if (adds.size() > 3) shown += fmt::format("; and {} more", adds.size() - 3);
+        f.description = fmt::format("Random program {} of the default run (`lockstep run`: seed {}, max size {}{}; {}), "
+                                    "kept for what no fixture before it reaches: {}.",
+                                    index, kDefaultRunSeed, kDefaultRunMaxSize, special ? ", NaN/Inf values" : "",
+                                    describe(program_size(f.program)), shown);
+        f.provenance = provenance_of("default_run");
+        f.provenance.seed = kDefaultRunSeed;
+        f.provenance.index = static_cast<uint64_t>(index);
+        all.push_back({"default_run", std::move(f)});
+      }
+    }
   }
   return all;
 }
@@ -416,14 +450,17 @@ std::string corpus_coverage_table(const std::vector<CorpusFixture>& all) {
   auto in_folder = [&](const char* folder) {
     return std::count_if(all.begin(), all.end(), [&](const CorpusFixture& g) { return g.folder == folder; });
   };
-  out += fmt::format("{} fixtures: {} named cases, {} gradient-fed, {} op edge points, {} random.\n\n", all.size(),
-                     in_folder("cases"), in_folder("gradient_fed"), in_folder("ops"), in_folder("random"));
-  out += "| tag | meaning | cases | gradient_fed | ops | random | total |\n|---|---|---:|---:|---:|---:|---:|\n";
+  out += fmt::format("{} fixtures: {} named cases, {} gradient-fed, {} op edge points, {} random, {} from the default "
+                     "run.\n\n", all.size(), in_folder("cases"), in_folder("gradient_fed"), in_folder("ops"),
+                     in_folder("random"), in_folder("default_run"));
+  out += "| tag | meaning | cases | gradient_fed | ops | random | default_run | total |\n"
+         "|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const FeatureTagInfo& t : all_feature_tags()) {
     auto& c = counts[t.tag];
-    int total = c["cases"] + c["gradient_fed"] + c["ops"] + c["random"];
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {}{} |\n", t.tag, t.meaning, c["cases"], c["gradient_fed"],
-                       c["ops"], c["random"], total, total == 0 ? " (NOT COVERED)" : "");
+    int total = c["cases"] + c["gradient_fed"] + c["ops"] + c["random"] + c["default_run"];
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {}{} |\n", t.tag, t.meaning, c["cases"],
+                       c["gradient_fed"], c["ops"], c["random"], c["default_run"], total,
+                       total == 0 ? " (NOT COVERED)" : "");
   }
   return out;
 }

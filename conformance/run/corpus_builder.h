@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance/run/default_run.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/named_case.h"
 #include "conformance/run/tested_implementation.h"
@@ -26,7 +27,7 @@
 namespace lockstep {
 
 struct CorpusFixture {
-  std::string folder;  // "cases", "cases-torch2", "gradient_fed", "ops", "random"
+  std::string folder;  // "cases", "cases-torch2", "gradient_fed", "ops", "random", "default_run"
   Fixture fixture;
 };
 
@@ -35,13 +36,14 @@ struct CorpusOptions {
   int max_random = 120;                 // at most this many random fixtures
   uint64_t max_candidates = 20000;      // random programs looked at before giving up on a tag
   bool version_dependent_only = false;  // only the named cases whose checks depend on the version (SEM-12.5)
+  int64_t default_run_count = kDefaultRunCount;  // the default run's programs looked at (5.); 0: none
 };
 
 // Whether `oracle_name` ("libtorch-2.6.0") is of PyTorch's second generation (2.x).
 bool second_generation_oracle(const std::string& oracle_name);
 
 // The corpus `make_oracle`'s engine records: the named cases `cases` first, then (unless
-// version_dependent_only) the gradient-fed, op edge and random fixtures, in that order.
+// version_dependent_only) the gradient-fed, op edge, random and default-run fixtures, in that order.
 std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, const EngineFactory& make_oracle,
                                         const CorpusOptions& options);
 

@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "conformance/generate/generators.h"
+#include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
+#include "conformance/run/corpus_reach.h"
 #include "conformance/run/interpreter.h"
 #include "impl/engine_adapter.h"
 
@@ -20,6 +23,7 @@ CorpusOptions small() {
   CorpusOptions o;
   o.max_random = 4;
   o.max_candidates = 300;
+  o.default_run_count = 200;
   return o;
 }
 
@@ -33,7 +37,7 @@ TEST(CorpusBuilder, FoldersInOrderIdsUniqueTracesTheRecordersOwn) {
   const std::vector<NamedCase> cases = load_cases(default_cases_dir());
   const std::vector<CorpusFixture> all = build_corpus(cases, [] { return make_impl_engine(); }, small());
   ASSERT_GT(all.size(), cases.size());
-  const std::vector<std::string> order = {"cases", "gradient_fed", "ops", "random"};
+  const std::vector<std::string> order = {"cases", "gradient_fed", "ops", "random", "default_run"};
   size_t at = 0;
   std::set<std::string> ids;
   size_t random = 0;
@@ -47,6 +51,22 @@ TEST(CorpusBuilder, FoldersInOrderIdsUniqueTracesTheRecordersOwn) {
   }
   EXPECT_GT(random, 0u);
   EXPECT_LE(random, 4u);
+  // The default run's programs close the gap: the corpus reaches all the first 200 of them reach.
+  Reach corpus;
+  size_t from_run = 0;
+  for (const CorpusFixture& g : all) {
+    corpus.add(g.fixture.program);
+    if (g.folder != "default_run") continue;
+    ++from_run;
+    EXPECT_EQ(g.fixture.provenance.generator, "default_run");
+    EXPECT_EQ(g.fixture.provenance.seed, kDefaultRunSeed);
+    ASSERT_TRUE(g.fixture.provenance.index);
+    RandomPrograms stream(kDefaultRunSeed, default_run_gen_options());
+    EXPECT_EQ(fixture_to_json(g.fixture).at("program"),
+              program_to_json(stream.at(*g.fixture.provenance.index).value())) << g.fixture.id;
+  }
+  EXPECT_GT(from_run, 0u);
+  EXPECT_TRUE(not_reached(default_run_reach(200).total, corpus).empty());
   // A named case's fixture is the case's program with the recorder's trace of it.
   const CorpusFixture& first = all.front();
   EXPECT_EQ(first.folder, "cases");

@@ -381,17 +381,19 @@ Fixture fixture_from_json(const json& doc, const std::string& file) {
     f.provenance.schema_version = kFixtureSchemaVersion;
     f.provenance.generator = p.string("generator");
     if (f.provenance.generator != "named_case" && f.provenance.generator != "random" &&
-        f.provenance.generator != "gradient_fed" && f.provenance.generator != "op_edge")
+        f.provenance.generator != "gradient_fed" && f.provenance.generator != "op_edge" &&
+        f.provenance.generator != "default_run")
       throw JsonError("/provenance/generator",
-                      "expected \"named_case\", \"random\", \"gradient_fed\" or \"op_edge\"");
+                      "expected \"named_case\", \"random\", \"gradient_fed\", \"op_edge\" or \"default_run\"");
     if (p.has("source")) f.provenance.source = p.string("source");
     if (const json* s = p.optional("seed"))
       f.provenance.seed = static_cast<uint64_t>(index_from_json(*s, "/provenance/seed"));
     if (const json* s = p.optional("index"))
       f.provenance.index = static_cast<uint64_t>(index_from_json(*s, "/provenance/index"));
     if (const auto flag = p.optional_bool("special_values")) f.provenance.special_values = *flag;
-    if (f.provenance.generator == "random" && !(f.provenance.seed && f.provenance.index))
-      throw JsonError("/provenance", "a random fixture records its \"seed\" and \"index\"");
+    if ((f.provenance.generator == "random" || f.provenance.generator == "default_run") &&
+        !(f.provenance.seed && f.provenance.index))
+      throw JsonError("/provenance", "a " + f.provenance.generator + " fixture records its \"seed\" and \"index\"");
     p.finish(false);
     r.finish(false);
   } catch (const JsonError& e) {

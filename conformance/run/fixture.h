@@ -10,10 +10,10 @@
 //    "program": PROGRAM,                                   program_json.h
 //    "expected": TRACE,                                    trace_json.h, recorded on the oracle
 //    "provenance": {"oracle": "libtorch", "oracle_version": "1.13.0", "schema_version": 1,
-//                   "generator": "named_case" | "random" | "gradient_fed",
+//                   "generator": "named_case" | "random" | "gradient_fed" | "op_edge" | "default_run",
 //                   "source": "conformance/cases/....json"   (named cases)
-//                   "seed": 1, "index": 17, "special_values": true   (random programs; the flag only
-//                                                                     when set)}}
+//                   "seed": 1, "index": 17, "special_values": true   (random and default_run programs;
+//                                                                     the flag only when set)}}
 //
 // Reading is strict (unknown fields, wrong types, a program that does not validate, a trace whose records do
 // not match the program's actions): InputError naming the file and the JSON pointer.
@@ -43,7 +43,7 @@ struct FixtureProvenance {
   std::string oracle = "libtorch";
   std::string oracle_version;            // "1.13.0"
   int schema_version = kFixtureSchemaVersion;
-  std::string generator;                 // "named_case", "random", "gradient_fed"
+  std::string generator;                 // "named_case", "random", "gradient_fed", "op_edge", "default_run"
   std::string source;                    // named cases: the case file, relative to the source tree
   std::optional<uint64_t> seed;          // random programs: the stream's seed ...
   std::optional<uint64_t> index;         // ... and the program's index in it (generators.h, RandomPrograms)
