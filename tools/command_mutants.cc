@@ -143,6 +143,7 @@ const char* situation_of(const std::string& mutant) {
       {"lr_zero_group_skipped", "options|*|lr 0"},
       {"activation_grad_recomputed", "situations|*|activation of a param, stepped, backward again"},
       {"sum_0d_grad_copied", "situations|*|0-d grads sharing storage, accumulated again"},
+      {"accumulate_per_edge", "situations|*|param used twice*"},
       {"pow_grad_via_output", "ops|pow^? *|zero"},
       {"pow_negative_base_nan", "ops|pow^? *|negative"},
       {"relu_grad_at_zero_one", "ops|relu *|zero"},
@@ -709,7 +710,9 @@ int command_mutants(const MutantsArgs& args) {
   for (const MutantRows& m : rows) {
     for (const KillRow& r : m.by_path)
       if (!r.killed) return kExitDiscrepancies;
-    if (m.replay && m.info->is_op() && !m.replay->killed) return kExitDiscrepancies;  // op mutants die offline too
+    // Every mutant dies offline too: a replay-only implementation has only the corpus (issue 32: the catalogue's
+    // replay kill rate stays 100 %).
+    if (m.replay && !m.replay->killed) return kExitDiscrepancies;
   }
   return kExitOk;
 }

@@ -535,7 +535,7 @@ class ActionBuilder {
   }
 
   void episode() {
-    switch (pick_.weighted({30, 12, 7, 5, 7, 4, 5, 5, 4, 14, 6, 4, 4, 4})) {
+    switch (pick_.weighted({30, 12, 7, 5, 7, 4, 5, 5, 4, 14, 6, 4, 4, 4, 4})) {
       case 0:  // the usual loop: zero_grad, forward, backward, step (SEM-4.4)
         if (pick_.chance(80)) zero_grad();
         forward();
@@ -680,6 +680,9 @@ class ActionBuilder {
           single();
         }
         break;
+      case 14:  // one parameter reached by several edges of one loss while its grad exists (SEM-3.2)
+        several_edges_of_one_param();
+        break;
       default:
         single();
         break;
@@ -791,6 +794,81 @@ class ActionBuilder {
     size_t second = static_cast<size_t>(pick_.below(static_cast<int>(scalars.size()) - 1));
     if (second >= first) ++second;
     return add(sum(param(scalars[first])), sum(param(scalars[second])));
+  }
+
+  // A parameter reached by several edges of one loss while its grad exists: their contributions are summed,
+  // then added to the grad once, in place (SEM-2.6, SEM-3.2). Either 0-d grads that share storage (SEM-3.7: made
+  // by add(sum(P), sum(Q))), then add(add(sum(P), sum(Q)), sum(mul(P, c))), whose accumulation Q's grad sees;
+  // or a grad that exists, often held, and two edges whose contributions cancel exactly (K and -K, large).
+  // An accumulation per edge shows in the grad's identity, the handle or the partner, and in the low bits of
+  // (grad + K) - K.
+  void several_edges_of_one_param() {
+    if (program_.params.empty() || !allowed(options_, "op:add") || !allowed(options_, "op:sum") ||
+        !allowed(options_, "op:mul"))
+      return single();
+    auto big_constant = [&](DType dtype, const Shape& shape, bool negated) {
+      TensorValue k{dtype, shape, {}};
+      Picker same = pick_;  // a copy: K and -K get the same magnitudes, then the stream moves on
+      for (int64_t i = 0, n = numel(shape); i < n; ++i) {
+        const int e = dtype == DType::Float32 ? same.between(12, 30) : same.between(30, 60);
+        const double v = std::ldexp(1.0 + same.below(8) / 8.0, e) * (same.chance(50) ? 1 : -1);
+        k.data.push_back(negated ? -v : v);
+      }
+      if (negated) pick_.raw();
+      return constant(k);
+    };
+    if (pick_.chance(35)) {
+      ExprPtr pair = sums_of_two_0d_params();
+      if (!pair) return single();
+      const std::string p = pair->args[0]->args[0]->name;
+      for (const ExprPtr& term : pair->args) {
+        Action none;
+        none.kind = ActionKind::SetGradNone;
+        none.param = term->args[0]->name;
+        push(none);
+      }
+      Action f;
+      f.kind = ActionKind::Forward;
+      f.loss = pair;
+      output_ = TypedShape{main_, {}};
+      push(f);
+      Action b = backward_action();
+      b.gradient.reset();
+      b.create_graph = false;
+      push(b);  // P's and Q's grads now share one storage
+      f.loss = add(pair, sum(mul(param(p), big_constant(main_, {}, true))));
+      push(f);
+      push(b);
+      if (pick_.chance(50)) step();
+      return;
+    }
+    const ParamSpec p = pick_.element(program_.params);
+    // Its grad first (the usual loss, or one that surely reaches it), then maybe a handle on it.
+    Action first;
+    first.kind = ActionKind::Forward;
+    first.loss = pick_.chance(50) ? sum(param(p.name)) : sum(mul(param(p.name), big_constant(p.dtype, p.shape, true)));
+    output_ = TypedShape{p.dtype, {}};
+    push(first);
+    Action b = backward_action();
+    b.gradient.reset();
+    push(b);
+    if (pick_.chance(60)) {
+      Action h;
+      h.kind = ActionKind::HoldGrad;
+      h.param = p.name;
+      h.handle = "h" + std::to_string(handles_++);
+      push(h);
+    }
+    Action f;
+    f.kind = ActionKind::Forward;
+    f.loss = add(sum(mul(param(p.name), big_constant(p.dtype, p.shape, false))),
+                 sum(mul(param(p.name), big_constant(p.dtype, p.shape, true))));
+    output_ = TypedShape{p.dtype, {}};
+    push(f);
+    Action again = backward_action();
+    again.gradient.reset();
+    push(again);
+    if (pick_.chance(50)) step();
   }
 
   Action forward_action() {

@@ -14,10 +14,12 @@
 //   options     optimizer x option value class (lr 0, weight_decay 0 or not, momentum 0, dampening, nesterov,
 //               amsgrad, betas with a 0, eps 0, invalid), over the defaults, groups, set_options and added groups.
 //   groups      optimizer x group structure (one list, several groups, duplicates, a parameter in two groups,
-//               an empty list, lr changes, added groups, ...).
+//               an empty list, lr changes, added groups, a change or an invalid group among several, two
+//               same-shape parameters each with state, ...).
 //   situations  aliasing and sequences (held handles across zeroing, 0-d grads sharing storage, retained
-//               graphs stepped and backpropagated again, zero_grad between backwards, ...), by dtype of the
-//               program's first parameter.
+//               graphs stepped and backpropagated again, zero_grad between backwards, a backward after a
+//               create_graph one, a parameter reached by several edges while its grad exists, held or aliased,
+//               ...), by dtype of the program's first parameter.
 // A cell that does not apply (broadcast for a unary op, repeated_index but for embedding and cross_entropy)
 // or that the generator does not aim at (negative or large inputs of log and fractional powers, large inputs
 // of exp: NaN and inf by definition, reached only now and then) is not in the tables, so an empty cell of

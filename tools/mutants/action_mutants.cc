@@ -2,12 +2,15 @@
 // backward or the optimizer's construction, wrapped around ImplEngine's own and working on impl's tensors.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "conformance/program/optimizer_descriptions.h"
+#include "conformance/program/features.h"
 #include "impl/autograd.h"
+#include "impl/ops.h"
 #include "tools/mutants/mutant_engines.h"
 
 namespace lockstep::mutants_detail {
@@ -107,8 +110,40 @@ class ActionMutant : public ImplEngine {
         }
         return;
       }
+      case Mutant::AccumulatePerEdge: {
+        // A use saved by the graph sees the in-place changes of its parameter (SEM-2.8) as the parameter would.
+        for (Edge& e : edges_)
+          while (e.use.version() < tensor_of(e.param).version() - e.version_at_forward) e.use.bump_version();
+        try {
+          ImplEngine::backward(args);
+        } catch (...) {
+          accumulate_each_edge(create_graph);
+          throw;
+        }
+        return accumulate_each_edge(create_graph);
+      }
       default: return ImplEngine::backward(args);
     }
+  }
+
+  // A grad that exists gets each edge's contribution as it arrives, (grad + g1) + g2: the first sum is a new
+  // tensor whose storage the later edges reuse, and it becomes the grad (a held handle, an aliased 0-d grad keep
+  // the old values). An undefined grad gets the edges' sum, as impl (the bug needs a grad to add into).
+  void accumulate_each_edge(bool create_graph) {
+    std::map<std::string, impl::Tensor> sums;  // per parameter: its grad plus the edges so far, or their sum
+    std::set<std::string> existed;
+    for (Edge& e : edges_)
+      if (tensor_of(e.param).grad().defined()) existed.insert(e.param);
+    for (Edge& e : edges_) {
+      impl::Tensor g = e.use.grad();
+      if (!g.defined()) continue;
+      e.use.reset_grad();  // a second backward through a retained graph brings only its own contributions
+      impl::Tensor& sum = sums[e.param];
+      if (sum.defined() && !create_graph) impl::ops::add_in_place(sum, g);  // the storage reused per edge
+      else if (sum.defined()) sum = impl::ops::add(sum, g);
+      else sum = existed.count(e.param) ? impl::ops::add(tensor_of(e.param).grad(), g) : g;
+    }
+    for (auto& [name, sum] : sums) tensor_of(name).set_grad(sum);
   }
 
   // StepRebindsParameter: the step as impl's, then every parameter it updated (a defined grad, in a group) is
@@ -139,8 +174,15 @@ class ActionMutant : public ImplEngine {
 
   // TiedParamCountedOnce: a parameter used more than once in one loss contributes through its first use only
   // (later uses read its values, detached) (SEM-2.6).
+  // AccumulatePerEdge: each use of a parameter used more than once is a leaf of its own on the parameter's
+  // storage; after backward, each use's grad is accumulated into the parameter's, in the order of the uses.
   void forward(const Expr& loss, bool no_grad) override {
     uses_.clear();
+    edges_.clear();
+    if (m_ == Mutant::AccumulatePerEdge && !no_grad)
+      walk_expr(loss, [&](const Expr& n) {
+        if (n.op == Op::Param) ++uses_[n.name];
+      });
     ImplEngine::forward(loss, no_grad);
   }
 
@@ -170,6 +212,12 @@ class ActionMutant : public ImplEngine {
   impl::Tensor apply_op(const Expr& e, const std::vector<impl::Tensor>& operands) override {
     if (m_ == Mutant::TiedParamCountedOnce && e.op == Op::Param && uses_[e.name]++ > 0)
       return tensor_of(e.name).share_storage();  // same values, no autograd history
+    if (m_ == Mutant::AccumulatePerEdge && e.op == Op::Param && uses_[e.name] > 1) {
+      impl::Tensor use = tensor_of(e.name).share_storage();
+      use.set_requires_grad(true);
+      edges_.push_back({e.name, use, tensor_of(e.name).version()});
+      return use;
+    }
     return ImplEngine::apply_op(e, operands);
   }
 
@@ -181,7 +229,13 @@ class ActionMutant : public ImplEngine {
   }
 
   Mutant m_;
-  std::map<std::string, int> uses_;  // TiedParamCountedOnce: uses of each parameter in this forward
+  std::map<std::string, int> uses_;  // TiedParamCountedOnce, AccumulatePerEdge: uses of each parameter in this forward
+  struct Edge {
+    std::string param;
+    impl::Tensor use;                 // the use's own leaf, on the parameter's storage
+    uint64_t version_at_forward = 0;  // the parameter's version when the use was made
+  };
+  std::vector<Edge> edges_;           // AccumulatePerEdge: this forward's uses of parameters used twice
   OptimizerOptions defaults_;        // GroupOptionsInheritDefaults
   std::vector<impl::Tensor> retired_;  // StepRebindsParameter: the parameters replaced so far
 };
@@ -198,6 +252,7 @@ std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_
     case Mutant::AccumulateOutOfPlace:
     case Mutant::AccumulateInPlaceCreateGraph:
     case Mutant::TiedParamCountedOnce:
+    case Mutant::AccumulatePerEdge:
     case Mutant::UnusedParamGradZero:
     case Mutant::RetainGraphIgnored:
     case Mutant::GroupOptionsInheritDefaults:

@@ -38,6 +38,7 @@ enum class Mutant : uint8_t {
   AccumulateOutOfPlace,
   AccumulateInPlaceCreateGraph,
   TiedParamCountedOnce,
+  AccumulatePerEdge,
   UnusedParamGradZero,
   RetainGraphIgnored,
   // every optimizer's step (SEM-4.3, SEM-5.3)

@@ -653,6 +653,7 @@ class DoubleAccumulate : public VariantEngine {
                const ParamObservation* incoming = s.param(p.name);
                const ParamObservation* b = before.param(p.name);
                if (!p.grad.defined || !incoming || !incoming->grad.defined || !b) continue;
+               if (may_share_grad_storage(p, before, after)) continue;
                TensorValue sum = incoming->grad.value;
                if (sum.data.size() != p.grad.value.data.size()) continue;
                if (b->grad.defined) {
@@ -668,6 +669,20 @@ class DoubleAccumulate : public VariantEngine {
  private:
   std::vector<ParamSpec> specs_;
   std::unique_ptr<Engine> shadow_;  // float64 twin of the held forward; null: none (impl's numbers stand)
+
+  // Whether p's grad may share its storage with another parameter's (0-d grads, SEMANTICS §3.7): then each
+  // sees the other's accumulation, which old + incoming does not model. Told from the observations: another
+  // parameter whose grad held the same values before and after. A coincidence only leaves impl's numbers.
+  static bool may_share_grad_storage(const ParamObservation& p, const EngineState& before, const EngineState& after) {
+    const ParamObservation* pb = before.param(p.name);
+    if (!pb || !pb->grad.defined) return false;
+    for (const ParamObservation& q : after.params) {
+      if (q.name == p.name || !q.grad.defined || !(q.grad.value == p.grad.value)) continue;
+      const ParamObservation* qb = before.param(q.name);
+      if (qb && qb->grad.defined && qb->grad.value == pb->grad.value) return true;
+    }
+    return false;
+  }
 
   // `to`'s finite elements take `from`'s rounded to to's dtype where that is finite too (an overflow or a
   // NaN in one precision only is not a rounding difference: impl's number stands). With `near_only` (grads),

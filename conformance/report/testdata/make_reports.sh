@@ -24,7 +24,7 @@ sample() {
   cp out-"$name"/*-report.json "$here/$name.json"
 }
 sample passing-in-process 0 $l run --count 3 --seed 1 --cases cases
-sample failing-driver 1 $l run --engine "$d --mutant activation_grad_recomputed" --cases cases --count 8 --seed 11
+sample failing-driver 1 $l run --engine "$d --mutant activation_grad_recomputed" --cases cases --count 14 --seed 11
 sample shard-1-of-3 0 $l run --count 9 --seed 3 --shard 1/3
 sample free-running-variant 0 $l run --engine "$d --variant unfused" --cases cases --count 2 --seed 4
 sample replay-wrong-driver 1 $l replay --engine "$d --mutant sgd_dampening_first_step" --only 'tut00*,sem5*'
