@@ -129,11 +129,9 @@ std::vector<EvalNode> scaled_nodes(const Expr& loss, const EngineState& state, d
       if (!leaf) n.b[i] = std::max(n.b[i], min_normal);
       // The exact scales (min_normal 0, SEMANTICS §9.5): an element-wise op's zero made from a computed operand that
       // was not an exact zero (its sign rounding's, as in (x y - z) * 0) is not a zero of zero operands.
-      if (min_normal == 0 && !leaf && n.b[i] == 0 && describe(call.expr.op).elementwise)
-        for (const EvalNode* o : call.operands)
-          if (o->expr->op != Op::Param && o->expr->op != Op::Const && !o->b.empty() &&
-              o->b[o->b.size() == n.b.size() ? i : 0] != 0)
-            n.b[i] = 1;  // a mark: in the exact scales only zero or not matters (backward_scales)
+      if (min_normal == 0 && !leaf && n.b[i] == 0 && describe(call.expr.op).elementwise &&
+          computed_nonzero_operand_at(call, i, n.b.size()))
+        n.b[i] = kSignFreeMark;
     }
     if (longest_reduction) *longest_reduction = std::max(*longest_reduction, reduction_length(call));
   };

@@ -127,6 +127,13 @@ void backward_values(std::vector<EvalNode>& nodes, const std::vector<double>& se
   }
 }
 
+bool computed_nonzero_operand_at(const OpCall& call, size_t j, size_t out_size) {
+  for (const EvalNode* o : call.operands)
+    if (o->expr->op != Op::Param && o->expr->op != Op::Const && !o->b.empty() && o->b[o->b.size() == out_size ? j : 0] != 0)
+      return true;
+  return false;
+}
+
 void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& seed, double min_normal) {
   for (EvalNode& n : nodes) n.s.assign(n.v.size(), 0.0);
   nodes.back().s = seed;
@@ -135,7 +142,6 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
   // other factor was computed: a gradient passed down from the root (below it, a sum may have cancelled to either side
   // of 0), or an operand computed to a non-zero value.
   const bool exact = min_normal == 0;
-  constexpr double kSignFree = 1;
   for (size_t k = nodes.size(); k-- > 0;) {
     OpCall call = call_of(nodes, k);
     const Expr& e = call.expr;
@@ -154,16 +160,9 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
       if (computed_incoming)
         for (EvalNode* o : call.operands)
           for (double& x : o->s)
-            if (x == 0) x = kSignFree;
+            if (x == 0) x = kSignFreeMark;
       continue;
     }
-    auto computed_operand_at = [&](size_t j) {  // an operand computed to a non-zero value at element j
-      for (const EvalNode* o : call.operands)
-        if (o->expr->op != Op::Param && o->expr->op != Op::Const && !o->b.empty() &&
-            o->b[o->b.size() == n.s.size() ? j : 0] != 0)
-          return true;
-      return false;
-    };
     for (size_t i = 0; i < call.operands.size(); ++i) {
       std::vector<double> g(n.s.size());
       for (size_t j = 0; j < n.s.size(); ++j) {
@@ -171,8 +170,9 @@ void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& se
         // A non-finite scale for one element (0 * inf where an operand is infinite) drops that element's
         // contribution only; the engines' value there is non-finite or exact.
         if (!std::isfinite(g[j])) g[j] = 0;
-        else if (exact && g[j] == 0 && ((n.s[j] != 0 && k + 1 != nodes.size()) || computed_operand_at(j)))
-          g[j] = kSignFree;
+        else if (exact && g[j] == 0 &&
+                 ((n.s[j] != 0 && k + 1 != nodes.size()) || computed_nonzero_operand_at(call, j, n.s.size())))
+          g[j] = kSignFreeMark;
       }
       accumulate(call.arg(i).s, g);
     }

@@ -56,6 +56,15 @@ void backward_values(std::vector<EvalNode>& nodes, const std::vector<double>& se
 // gradient below the root, an operand computed to a non-zero value) is marked 1 instead, whatever its magnitude.
 void backward_scales(std::vector<EvalNode>& nodes, const std::vector<double>& seed, double min_normal);
 
+// The mark of the exact scales (SEMANTICS §9.5) for a zero whose sign a rounding may decide: there only zero or not
+// matters, so any non-zero value would do.
+inline constexpr double kSignFreeMark = 1;
+
+// Whether an operand of `call` that is neither a parameter nor a constant was computed to a non-zero value (its
+// forward scale b) at element j of an output of `out_size` elements (a 0-d operand broadcasts): a zero the op makes
+// there has its sign from that operand's rounding (SEMANTICS §9.5).
+bool computed_nonzero_operand_at(const OpCall& call, size_t j, size_t out_size);
+
 // Each parameter's gradient: the s of its nodes summed (in reverse evaluation order, as a backward accumulates).
 std::map<std::string, std::vector<double>> parameter_gradients(const std::vector<EvalNode>& nodes);
 
