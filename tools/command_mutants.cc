@@ -419,7 +419,7 @@ std::string markdown(const MutantsArgs& args, const std::vector<SuitePath>& path
                       : fmt::format(" **survived** | ({}) |", r.programs_tried);
     if (with_replay)
       out += m.replay->killed ? fmt::format(" `{}` |", m.replay->killer)
-                              : m.info->is_op() ? std::string(" **survived** |") : std::string(" survived |");
+                              : std::string(" **survived** |");
     const KillRow& r = m.by_path.front();
     const std::string situation = situation_of(m.info->name);
     out += situation.empty() ? " - |"
@@ -525,8 +525,7 @@ void print_mutant_lines(const MutantRows& mr, const std::vector<SuitePath>& path
       fmt::print("  killed    {:<36} {:<10} by {} after {:.2f} s\n", m.name, "replay", mr.replay->killer,
                  mr.replay->seconds_to_kill);
     else
-      fmt::print("  {}  {:<36} {:<10} ({} fixtures)\n", m.is_op() ? "SURVIVED" : "survived", m.name, "replay",
-                 mr.replay->programs_tried);
+      fmt::print("  SURVIVED  {:<36} {:<10} ({} fixtures)\n", m.name, "replay", mr.replay->programs_tried);
   }
   std::fflush(stdout);
 }

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <string>
 
+#include "conformance/run/default_run.h"
+
 namespace CLI {
 class App;
 }
@@ -30,10 +32,10 @@ class App;
 namespace lockstep::tools {
 
 struct MutantsArgs {
-  int64_t count = 10000;        // random programs per mutant, at most (the run stops at the first kill); the
-                                // default of `lockstep run --count`, so "killed" means "by the default run"
-  uint64_t seed = 1;
-  int max_size = 30;
+  int64_t count = kDefaultRunCount;  // random programs per mutant, at most (the run stops at the first kill);
+                                     // the default run's (default_run.h), so "killed" means "by the default run"
+  uint64_t seed = kDefaultRunSeed;
+  int max_size = kDefaultRunMaxSize;
   std::string report_dir = "."; // mutants-report.md and .json go here; empty: none
   bool list = false;            // print the catalogue and exit
   std::string only;             // run just this mutant
@@ -41,7 +43,7 @@ struct MutantsArgs {
   std::string cases_dir;        // empty: the shipped named cases
   std::string paths = "both";   // in-process (lockstep), driver (impl's protocol driver, --mutant), or both
   std::string impl_driver;      // empty: lockstep-impl-driver beside the lockstep binary
-  bool replay = true;           // also replay the fixture corpus on each mutant (op mutants must die there)
+  bool replay = true;           // also replay the fixture corpus on each mutant (every mutant must die there)
   std::string fixtures_dir;     // empty: the shipped corpus
   int64_t jobs = 0;             // worker processes (mutants split over them); 0: the machine's cores
 };

@@ -800,8 +800,8 @@ class ActionBuilder {
   // then added to the grad once, in place (SEM-2.6, SEM-3.2). Either 0-d grads that share storage (SEM-3.7: made
   // by add(sum(P), sum(Q))), then add(add(sum(P), sum(Q)), sum(mul(P, c))), whose accumulation Q's grad sees;
   // or a grad that exists, often held, and two edges whose contributions cancel exactly (K and -K, large).
-  // An accumulation per edge shows in the grad's identity, the handle or the partner, and in the low bits of
-  // (grad + K) - K.
+  // An accumulation per edge into a new tensor shows in the grad's identity, the handle or the partner; one in
+  // place differs in the low bits of (grad + K) - K only, which the tolerance (bounded by |K|) lists as imprecise.
   void several_edges_of_one_param() {
     if (program_.params.empty() || !allowed(options_, "op:add") || !allowed(options_, "op:sum") ||
         !allowed(options_, "op:mul"))
@@ -861,8 +861,10 @@ class ActionBuilder {
     }
     Action f;
     f.kind = ActionKind::Forward;
-    f.loss = add(sum(mul(param(p.name), big_constant(p.dtype, p.shape, false))),
-                 sum(mul(param(p.name), big_constant(p.dtype, p.shape, true))));
+    // K before -K: big_constant(.., true) moves the stream on (in one argument list the order is unspecified).
+    ExprPtr k = big_constant(p.dtype, p.shape, false);
+    ExprPtr minus_k = big_constant(p.dtype, p.shape, true);
+    f.loss = add(sum(mul(param(p.name), std::move(k))), sum(mul(param(p.name), std::move(minus_k))));
     output_ = TypedShape{p.dtype, {}};
     push(f);
     Action again = backward_action();

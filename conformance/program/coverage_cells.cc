@@ -263,16 +263,16 @@ void group_cells(const Program& p, std::set<std::string>& cells) {
   }
   // Two optimized parameters of one shape and dtype, each with its own state (SGD: with momentum): state keyed
   // by anything but the parameter mixes them up.
-  std::set<std::pair<DType, Shape>> stateful_shapes;
+  std::map<std::pair<DType, Shape>, std::string> stateful_shapes;  // -> the first parameter of that shape
   bool same_shape = false;
   for (const ParamGroupSpec& g : spec.groups) {
     const OptimizerOptions o = resolved_options(spec.kind, g.options ? *g.options : spec.defaults);
     if (spec.kind == OptimizerKind::SGD && o.momentum.value_or(0) == 0) continue;
-    std::set<std::string> seen;
     for (const std::string& n : g.params) {
       auto it = std::find_if(p.params.begin(), p.params.end(), [&](const ParamSpec& ps) { return ps.name == n; });
-      if (it == p.params.end() || !seen.insert(n).second) continue;
-      if (!stateful_shapes.insert({it->dtype, it->shape}).second) same_shape = true;
+      if (it == p.params.end()) continue;
+      const auto first = stateful_shapes.emplace(std::make_pair(it->dtype, it->shape), n).first;
+      if (first->second != n) same_shape = true;  // another parameter, not the same one listed again
     }
   }
   if (same_shape) add("same-shape params with state");
@@ -293,7 +293,7 @@ void group_cells(const Program& p, std::set<std::string>& cells) {
   for (const Action& a : p.actions) {
     if (a.kind == ActionKind::SetOptions) {
       if (a.group >= groups) add("change of a missing group");
-      if (groups > 1) add("change with several groups");
+      else if (groups > 1) add("change with several groups");
       if (a.options.lr) add("lr change");
       OptimizerOptions others = a.options;
       others.lr.reset();
@@ -405,7 +405,7 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
           for (const std::string& twice : params_used_twice(*output)) {
             if (!defined.count(twice)) continue;
             add("param used twice, grad defined");
-            if (held.count(twice)) add("param used twice, grad held");
+            if (held.count(twice) && !a.create_graph) add("param used twice, grad held");  // else out of place
             if (!a.create_graph && shared_0d && (shared_0d->first == twice || shared_0d->second == twice))
               add("param used twice, 0-d grad aliased");
           }
@@ -444,6 +444,7 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
       }
       case ActionKind::ZeroGrad:  // unset: the 1.13 default, zeroing in place (SEM-12.1)
         zeroed_since_backward = true;
+        any_create_graph = false;  // the grads are detached or gone (SEM-4.1, SEM-4.2)
         if (a.set_to_none.value_or(false)) {
           held_none.insert(held.begin(), held.end());
           held.clear();  // the handles no longer alias the grads

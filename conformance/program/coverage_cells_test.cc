@@ -163,6 +163,74 @@ TEST(CoverageCells, HeldHandlesAcrossZeroingAreCountedAtTheNextBackward) {
   EXPECT_FALSE(has(cells, "situations", "float32", "held across zero_grad"));
 }
 
+// Issue 32, item 3: a parameter reached by several edges while its grad exists; held (not under create_graph,
+// where accumulation is out of place); a 0-d grad sharing storage with another's.
+TEST(CoverageCells, AParamUsedTwiceWhileItsGradExists) {
+  Program p = one_param({1, 2, 3});
+  p.loss = add(sum(param("w")), sum(mul(param("w"), param("w"))));
+  Action hold = act(ActionKind::HoldGrad);
+  hold.param = "w";
+  hold.handle = "h";
+  p.actions = {act(ActionKind::Forward), act(ActionKind::Backward)};
+  EXPECT_FALSE(has(coverage_cells(p), "situations", "float32", "param used twice, grad defined"));  // none yet
+  p.actions = {act(ActionKind::Forward), act(ActionKind::Backward), act(ActionKind::Forward), act(ActionKind::Backward)};
+  EXPECT_TRUE(has(coverage_cells(p), "situations", "float32", "param used twice, grad defined"));
+  EXPECT_FALSE(has(coverage_cells(p), "situations", "float32", "param used twice, grad held"));
+  p.actions = {act(ActionKind::Forward), act(ActionKind::Backward), hold, act(ActionKind::Forward),
+               act(ActionKind::Backward)};
+  EXPECT_TRUE(has(coverage_cells(p), "situations", "float32", "param used twice, grad held"));
+  p.actions.back().create_graph = true;
+  EXPECT_FALSE(has(coverage_cells(p), "situations", "float32", "param used twice, grad held"));
+  EXPECT_TRUE(has(coverage_cells(p), "situations", "float32", "held across create_graph"));
+
+  Program z;
+  z.params = {{"a", DType::Float64, {}, {1}}, {"b", DType::Float64, {}, {2}}};
+  Action pair = act(ActionKind::Forward);
+  pair.loss = add(sum(param("a")), sum(param("b")));
+  Action twice = act(ActionKind::Forward);
+  twice.loss = add(add(sum(param("a")), sum(param("b"))), sum(param("a")));
+  z.actions = {pair, act(ActionKind::Backward), twice, act(ActionKind::Backward)};
+  EXPECT_TRUE(has(coverage_cells(z), "situations", "float64", "param used twice, 0-d grad aliased"));
+  z.actions = {pair, act(ActionKind::Backward), act(ActionKind::Forward), act(ActionKind::Backward)};
+  z.loss = twice.loss;
+  z.actions[2].loss = nullptr;
+  EXPECT_TRUE(has(coverage_cells(z), "situations", "float64", "param used twice, 0-d grad aliased"));
+  Action none = act(ActionKind::SetGradNone);  // a's grad gone: no longer aliased, nor defined
+  none.param = "a";
+  z.actions.insert(z.actions.begin() + 2, none);
+  EXPECT_FALSE(has(coverage_cells(z), "situations", "float64", "param used twice, 0-d grad aliased"));
+}
+
+TEST(CoverageCells, GroupCellsOfTheIssue32Situations) {
+  Program p;
+  p.params = {{"w", DType::Float32, {2}, {1, 2}}, {"v", DType::Float32, {2}, {3, 4}}, {"b", DType::Float32, {}, {0}}};
+  p.loss = add(sum(param("w")), add(sum(param("v")), param("b")));
+  OptimizerSpec sgd;
+  sgd.kind = OptimizerKind::SGD;
+  sgd.defaults.lr = 0.1;
+  sgd.groups = {{{"w", "b"}, std::nullopt}, {{"v"}, std::nullopt}};
+  p.optimizer = sgd;
+  // Without momentum SGD keeps no state: two same-shape parameters do not count.
+  EXPECT_FALSE(has(coverage_cells(p), "groups", "sgd", "same-shape params with state"));
+  p.optimizer->defaults.momentum = 0.9;
+  EXPECT_TRUE(has(coverage_cells(p), "groups", "sgd", "same-shape params with state"));
+  // One parameter listed in two groups is not two parameters.
+  p.optimizer->groups = {{{"w"}, std::nullopt}, {{"w", "b"}, std::nullopt}};
+  EXPECT_FALSE(has(coverage_cells(p), "groups", "sgd", "same-shape params with state"));
+  Action change = act(ActionKind::SetOptions);
+  change.group = 1;
+  change.options.lr = 0.5;
+  p.actions = {change};
+  EXPECT_TRUE(has(coverage_cells(p), "groups", "sgd", "change with several groups"));
+  p.actions[0].group = 5;  // a missing group is its own cell
+  EXPECT_FALSE(has(coverage_cells(p), "groups", "sgd", "change with several groups"));
+  EXPECT_TRUE(has(coverage_cells(p), "groups", "sgd", "change of a missing group"));
+  OptimizerOptions invalid;
+  invalid.lr = -1;
+  p.optimizer->groups[1].options = invalid;
+  EXPECT_TRUE(has(coverage_cells(p), "groups", "sgd", "invalid in one of several groups"));
+}
+
 TEST(CoverageCells, EveryTableCellThatAppliesHasAKeyAndTablesAreRectangular) {
   for (const CoverageTable& t : coverage_tables()) {
     ASSERT_EQ(t.applies.size(), t.rows.size()) << t.name;

@@ -306,7 +306,7 @@ std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, con
     all.push_back({by_version && second_generation ? "cases-torch2" : "cases", std::move(f)});
   }
 
-  // 2.-4. Everything else, unless only the version-dependent named cases are wanted (a second generation's
+  // 2.-5. Everything else, unless only the version-dependent named cases are wanted (a second generation's
   // recordings, made on its own oracle: tools/torch2/stage.sh).
   std::map<std::string, int> random_count;  // random fixtures per tag (4.)
   int picked = 0;                           // random fixtures (4.)
@@ -424,7 +424,7 @@ std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, con
         f.expected = recorded(f.program);
         f.tags = feature_tags(f.program, &f.expected);
         f.semantics = semantics_for(f.tags);
-        const bool special = index % kDefaultRunSpecialValuesEvery == kDefaultRunSpecialValuesEvery - 1;
+        const bool special = stream.special_values_at(static_cast<uint64_t>(index));
         std::string shown;
         for (size_t k = 0; k < adds.size() && k < 3; ++k) shown += (k ? "; " : "") + adds[k];
         if (adds.size() > 3) shown += fmt::format("; and {} more", adds.size() - 3);

@@ -9,6 +9,8 @@
 //   ops/           every op at the edge points of its inputs (conformance/generate/op_edges.h)
 //   random/        seeded random programs, picked until every feature tag is covered twice; id = a hash of the
 //                  program, so an id is never reused for another program
+//   default_run/   programs of the default run (default_run.h) that reach a feature or coverage cell no fixture
+//                  above reaches (corpus_reach.h), so replay reaches all a default `lockstep run` reaches
 //
 // Example:
 //   std::vector<CorpusFixture> all = build_corpus(load_cases(default_cases_dir()), make_oracle, CorpusOptions{});

@@ -7,8 +7,8 @@
 //
 // Example:
 //   Reach corpus;
-//   for (const Fixture& f : load_fixtures(default_fixtures_dir() + "/corpus")) corpus.add(f.program);
-//   for (const std::string& gap : not_reached(default_run_reach().total, corpus)) std::cout << gap << "\n";
+//   for (const Fixture& f : load_fixtures(default_fixtures_dir())) corpus.add(f.program);
+//   for (const std::string& gap : not_reached(default_run_reach(kDefaultRunCount).total, corpus)) std::cout << gap;
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,8 @@ struct Reach {
 
 Reach reach_of(const Program& program);
 
-// "feature NAME" and "cell TABLE|ROW|COLUMN" for each of `wanted`'s features and cells that `have` lacks, sorted.
+// "feature NAME" and "cell TABLE|ROW|COLUMN" for each of `wanted`'s features and cells that `have` lacks: the
+// features first, then the cells, each in sorted order.
 std::vector<std::string> not_reached(const Reach& wanted, const Reach& have);
 
 // The default run's random programs (the first `count`), each with what it reaches, and their union.

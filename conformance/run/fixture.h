@@ -12,8 +12,8 @@
 //    "provenance": {"oracle": "libtorch", "oracle_version": "1.13.0", "schema_version": 1,
 //                   "generator": "named_case" | "random" | "gradient_fed" | "op_edge" | "default_run",
 //                   "source": "conformance/cases/....json"   (named cases)
-//                   "seed": 1, "index": 17, "special_values": true   (random and default_run programs;
-//                                                                     the flag only when set)}}
+//                   "seed": 1, "index": 17   (random and default_run programs), "special_values": true
+//                                             (random programs of the all-special stream; only when set)}}
 //
 // Reading is strict (unknown fields, wrong types, a program that does not validate, a trace whose records do
 // not match the program's actions): InputError naming the file and the JSON pointer.

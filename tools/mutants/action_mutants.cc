@@ -178,12 +178,18 @@ class ActionMutant : public ImplEngine {
   // storage; after backward, each use's grad is accumulated into the parameter's, in the order of the uses.
   void forward(const Expr& loss, bool no_grad) override {
     uses_.clear();
-    edges_.clear();
     if (m_ == Mutant::AccumulatePerEdge && !no_grad)
       walk_expr(loss, [&](const Expr& n) {
         if (n.op == Op::Param) ++uses_[n.name];
       });
-    ImplEngine::forward(loss, no_grad);
+    std::vector<Edge> previous;
+    previous.swap(edges_);
+    try {
+      ImplEngine::forward(loss, no_grad);
+    } catch (...) {
+      edges_ = std::move(previous);  // a failed forward leaves the previous output held, and its uses
+      throw;
+    }
   }
 
   // GroupOptionsInheritDefaults: a group's options over the optimizer's defaults (the 2.x rule, SEM-7.1).

@@ -153,6 +153,32 @@ TEST(Mutants, RetainGraphIgnoredAllowsASecondBackwardSEM_2_5) {
   EXPECT_EQ(actual.records[2].state.param("x")->grad.value.data, (std::vector<double>{4, 8, 12}));
 }
 
+// AccumulatePerEdge (issue 32): with a grad that exists, the edges' contributions land in a new tensor, so a
+// handle held on the grad keeps the old values; the values themselves agree. With no grad yet it is impl.
+TEST(Mutants, AccumulatePerEdgeLeavesAHeldGradBehindSEM_3_2) {
+  Program p;
+  p.params = {{"w", DType::Float64, {2}, {1, 2}}};
+  p.loss = add(sum(param("w")), sum(mul(param("w"), param("w"))));  // two edges: 1 and 2w
+  Action hold;
+  hold.kind = ActionKind::HoldGrad;
+  hold.param = "w";
+  hold.handle = "h";
+  p.actions = {Action::forward(), Action::backward(), hold, Action::forward(), Action::backward()};
+  auto clean = make_impl_engine();
+  auto mutated = make_mutant_engine("accumulate_per_edge");
+  const Trace expected = run_program(p, *clean), actual = run_program(p, *mutated);
+  // After the first backward (no grad before): the same grad, 1 + 2w.
+  EXPECT_EQ(actual.records[1].state.param("w")->grad.value.data, (std::vector<double>{3, 5}));
+  EXPECT_EQ(expected.records[1].state.param("w")->grad.value.data, (std::vector<double>{3, 5}));
+  // After the second: the same values, but impl accumulated in place (the handle sees them), the mutant not.
+  EXPECT_EQ(actual.records[4].state.param("w")->grad.value.data, (std::vector<double>{6, 10}));
+  EXPECT_EQ(expected.records[4].state.param("w")->grad.value.data, (std::vector<double>{6, 10}));
+  EXPECT_TRUE(expected.records[4].state.param("w")->grad.same_as_previous);
+  EXPECT_FALSE(actual.records[4].state.param("w")->grad.same_as_previous);
+  EXPECT_EQ(expected.records[4].state.handle("h")->value.data, (std::vector<double>{6, 10}));
+  EXPECT_EQ(actual.records[4].state.handle("h")->value.data, (std::vector<double>{3, 5}));
+}
+
 // Each RMSprop and Adagrad mutant deviates from impl on the named case written against it (SEM-14, SEM-15).
 TEST(Mutants, RmspropAndAdagradMutantsFailTheirNamedCases) {
   const std::vector<std::pair<std::string, std::string>> pairs = {

@@ -675,7 +675,7 @@ class DoubleAccumulate : public VariantEngine {
   // parameter whose grad held the same values before and after. A coincidence only leaves impl's numbers.
   static bool may_share_grad_storage(const ParamObservation& p, const EngineState& before, const EngineState& after) {
     const ParamObservation* pb = before.param(p.name);
-    if (!pb || !pb->grad.defined) return false;
+    if (!pb || !pb->grad.defined || !p.grad.value.shape.empty()) return false;  // only 0-d grads share (SEM-3.7)
     for (const ParamObservation& q : after.params) {
       if (q.name == p.name || !q.grad.defined || !(q.grad.value == p.grad.value)) continue;
       const ParamObservation* qb = before.param(q.name);
