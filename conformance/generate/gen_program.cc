@@ -143,7 +143,11 @@ class ExprBuilder {
       case 1: return elementwise_unary(dtype, shape, depth);
       case 2: {  // SEM-2.5: matmul saves its operands
         const int64_t k = small_dim();
-        return binary(Op::Matmul, expr(dtype, {shape[0], k}, depth - 1), expr(dtype, {k, shape[1]}, depth - 1));
+        // The right operand first: the order GCC evaluated the arguments in, kept so that programs stay as they were
+        // (function arguments are evaluated in an unspecified order: each draw in a statement of its own).
+        ExprPtr right = expr(dtype, {k, shape[1]}, depth - 1);
+        ExprPtr left = expr(dtype, {shape[0], k}, depth - 1);
+        return binary(Op::Matmul, std::move(left), std::move(right));
       }
       case 3: return linear_of(dtype, shape[0], shape[1], depth);
       default: {
@@ -269,7 +273,8 @@ class ExprBuilder {
       case 0: return unary(Op::Neg, expr(dtype, shape, depth - 1));
       case 1: {
         static const std::vector<double> factors = {2, 0.5, -1, 0.25, 3, -0.5, 1.5};
-        return mul_scalar(expr(dtype, shape, depth - 1), pick_.element(factors));
+        const double factor = pick_.element(factors);  // before the operand, as GCC evaluated the arguments
+        return mul_scalar(expr(dtype, shape, depth - 1), factor);
       }
       case 2: return unary(Op::Square, expr(dtype, shape, depth - 1));
       case 3: {
@@ -1078,8 +1083,10 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   // Unused parameters (SEM-2.7) and, sometimes, parameters of the other dtype for per-action losses.
   if (pick.chance(30)) {
     const int extra = pick.between(1, 2);
-    for (int i = 0; i < extra; ++i)
-      exprs.add_param(pick.chance(80) || !both_dtypes ? main : other_dtype(main), pick(gen_shape()));
+    for (int i = 0; i < extra; ++i) {
+      const Shape shape = pick(gen_shape());  // before the dtype, as GCC evaluated the arguments
+      exprs.add_param(pick.chance(80) || !both_dtypes ? main : other_dtype(main), shape);
+    }
   }
   std::optional<DType> secondary;
   if (pick.chance(8) && both_dtypes) {

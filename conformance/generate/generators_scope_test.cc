@@ -216,9 +216,10 @@ TEST(GeneratorScope, EveryLbfgsProgramOfAStretchStaysWithinTheRunLimits) {
   GenOptions options = scoped(scope_excluding({{"sgd"}, {"adam"}, {"adamw"}, {"rmsprop"}, {"adagrad"}}), 100);
   options.special_values_every = 4;
   const RandomPrograms programs(2, options);
-  // Without the cut, 5 of the first 38,000 break the limit of observed values (9285 the first).
+  // Without the cut, 5 of the first 38,000 break the limit of observed values, 9285 and 13513 among them (a short
+  // stretch: the sanitize build generates 40,000 in over a minute).
   std::string over;
-  for (uint64_t i = 0; i < 40000 && over.size() < 2000; ++i) {
+  for (uint64_t i = 9000; i < 14000 && over.size() < 2000; ++i) {
     const Program p = programs.at(i).value();
     try {
       validate(p);
