@@ -658,23 +658,7 @@ class ActionBuilder {
         break;
       case 13:  // 0-d grads that share storage (SEM-3.7: sum over a 0-d input), accumulated again (SEM-3.2)
         if (ExprPtr loss = sums_of_two_0d_params()) {
-          // Both grads undefined first (they are then taken over from one storage), no create_graph.
-          for (const ExprPtr& term : loss->args) {
-            Action none;
-            none.kind = ActionKind::SetGradNone;
-            none.param = term->args[0]->name;
-            push(none);
-          }
-          Action f;
-          f.kind = ActionKind::Forward;
-          f.loss = loss;
-          output_ = TypedShape{main_, {}};
-          push(f);
-          Action b = backward_action();
-          b.gradient.reset();
-          b.create_graph = false;
-          b.retain_graph = true;
-          push(b);
+          const Action f = backward_sharing_0d_grads(loss, /*retain_graph=*/true).first;
           if (pick_.chance(50)) push(f);  // a new graph, or the retained one again
           Action again = backward_action();
           again.gradient.reset();
@@ -787,6 +771,29 @@ class ActionBuilder {
     return reduce_by_sum ? sum(std::move(a)) : mean(std::move(a));
   }
 
+  // Both grads of `pair` (add(sum(P), sum(Q)), 0-d) set to None, then its forward and a backward without an explicit
+  // gradient or create_graph: the two grads are taken over from one storage (SEM-3.7). Returns the forward and the
+  // backward.
+  std::pair<Action, Action> backward_sharing_0d_grads(const ExprPtr& pair, bool retain_graph) {
+    for (const ExprPtr& term : pair->args) {
+      Action none;
+      none.kind = ActionKind::SetGradNone;
+      none.param = term->args[0]->name;
+      push(none);
+    }
+    Action f;
+    f.kind = ActionKind::Forward;
+    f.loss = pair;
+    output_ = TypedShape{main_, {}};
+    push(f);
+    Action b = backward_action();
+    b.gradient.reset();
+    b.create_graph = false;
+    if (retain_graph) b.retain_graph = true;
+    push(b);
+    return {f, b};
+  }
+
   // add(sum(a), sum(b)) of two 0-d parameters of the main dtype (made when there are not two); null when the
   // scope has no add or sum.
   ExprPtr sums_of_two_0d_params() {
@@ -826,24 +833,10 @@ class ActionBuilder {
       ExprPtr pair = sums_of_two_0d_params();
       if (!pair) return single();
       const std::string p = pair->args[0]->args[0]->name;
-      for (const ExprPtr& term : pair->args) {
-        Action none;
-        none.kind = ActionKind::SetGradNone;
-        none.param = term->args[0]->name;
-        push(none);
-      }
-      Action f;
-      f.kind = ActionKind::Forward;
-      f.loss = pair;
-      output_ = TypedShape{main_, {}};
-      push(f);
-      Action b = backward_action();
-      b.gradient.reset();
-      b.create_graph = false;
-      push(b);  // P's and Q's grads now share one storage
+      auto [f, b] = backward_sharing_0d_grads(pair, /*retain_graph=*/false);  // P's and Q's grads share a storage
       f.loss = add(pair, sum(mul(param(p), big_constant(main_, {}, true))));
       push(f);
-      push(b);
+      push(b);  // the same backward again
       if (pick_.chance(50)) step();
       return;
     }

@@ -240,15 +240,20 @@ std::string with_commas(int64_t n) {
   return s;
 }
 
-void check(const ProgramCost& c, const ProgramLimits& limits, const std::string& path, const std::string& where) {
+// The first limit `walk` is over so far, as the message validate() gives (param group entries, observed values,
+// element operations), or "" when it is within every one. `where` says which record ("by this action").
+std::string over_limit(const CostWalk& walk, const ProgramLimits& limits, const std::string& where) {
+  if (walk.group_entries() > limits.max_group_entries)
+    return "more than the limit of " + std::to_string(limits.max_group_entries) +
+           " parameters listed in param groups (all groups together, repeats included)";
+  const ProgramCost& c = walk.cost();
   if (c.observed_values > limits.max_observed_values)
-    throw ProgramError(path, "the trace would observe more than the limit of " +
-                                 with_commas(limits.max_observed_values) + " values " + where +
-                                 " (every tensor of every record counts; fewer actions, handles or elements)");
+    return "the trace would observe more than the limit of " + with_commas(limits.max_observed_values) + " values " +
+           where + " (every tensor of every record counts; fewer actions, handles or elements)";
   if (c.arithmetic > limits.max_arithmetic)
-    throw ProgramError(path, "running the program would take more than the limit of " +
-                                 with_commas(limits.max_arithmetic) + " element operations " + where +
-                                 " (fewer or smaller forwards, backwards and steps)");
+    return "running the program would take more than the limit of " + with_commas(limits.max_arithmetic) +
+           " element operations " + where + " (fewer or smaller forwards, backwards and steps)";
+  return "";
 }
 
 }  // namespace
@@ -278,28 +283,21 @@ void check_program_cost(const Program& p, const ProgramLimits& limits) {
   }
 
   CostWalk walk(p, limits);
-  auto check_entries = [&](const std::string& path) {
-    if (walk.group_entries() > limits.max_group_entries)
-      throw ProgramError(path, "more than the limit of " + std::to_string(limits.max_group_entries) +
-                                   " parameters listed in param groups (all groups together, repeats included)");
+  auto check = [&](const std::string& path, const std::string& where) {
+    const std::string over = over_limit(walk, limits, where);
+    if (!over.empty()) throw ProgramError(path, over);
   };
-  check_entries("/optimizer");
+  check("/optimizer", "");  // the groups' entries (nothing is observed before init)
   walk.init();
-  check(walk.cost(), limits, "/params", "in its init record");
+  check("/params", "in its init record");
   for (size_t i = 0; i < p.actions.size(); ++i) {
     walk.action(p.actions[i]);
-    const std::string path = "/actions/" + std::to_string(i);
-    check_entries(path);
-    check(walk.cost(), limits, path, "by this action");
+    check("/actions/" + std::to_string(i), "by this action");
   }
 }
 
 size_t actions_within_cost(const Program& p, const ProgramLimits& limits) {
-  auto fits = [&](const CostWalk& walk) {
-    const ProgramCost& c = walk.cost();
-    return c.observed_values <= limits.max_observed_values && c.arithmetic <= limits.max_arithmetic &&
-           walk.group_entries() <= limits.max_group_entries;
-  };
+  auto fits = [&](const CostWalk& walk) { return over_limit(walk, limits, "").empty(); };
   CostWalk walk(p, limits);
   walk.init();
   if (!fits(walk)) return 0;

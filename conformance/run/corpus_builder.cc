@@ -412,7 +412,9 @@ std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, con
     if (options.default_run_count > 0) {
       Reach have;
       for (const CorpusFixture& g : all) have.add(g.fixture.program);
-      const DefaultRunReach run = default_run_reach(options.default_run_count);
+      // Only programs that fit a fixture are candidates (corpus_reach.h); what only larger ones reach stays a gap,
+      // which CorpusReach's test then names.
+      const DefaultRunReach run = default_run_reach(options.default_run_count, /*fixture_sized_only=*/true);
       RandomPrograms stream(kDefaultRunSeed, default_run_gen_options());
       for (const int64_t index : pick_to_close_the_gap(run, have)) {
         const std::vector<std::string> adds = not_reached(run.by_index[static_cast<size_t>(index)], have);

@@ -5,6 +5,7 @@
 #include "conformance/generate/generators.h"
 #include "conformance/program/coverage_cells.h"
 #include "conformance/program/features.h"
+#include "conformance/program/program_cost.h"
 #include "conformance/run/default_run.h"
 
 namespace lockstep {
@@ -36,12 +37,19 @@ std::vector<std::string> not_reached(const Reach& wanted, const Reach& have) {
   return out;
 }
 
-DefaultRunReach default_run_reach(int64_t count) {
+bool fits_a_fixture(const Program& program) {
+  const ProgramLimits limits;
+  const ProgramCost cost = program_cost(program, limits);
+  return cost.observed_values < limits.max_observed_values / 64 && cost.arithmetic < limits.max_arithmetic / 64;
+}
+
+DefaultRunReach default_run_reach(int64_t count, bool fixture_sized_only) {
   DefaultRunReach out;
   RandomPrograms programs(kDefaultRunSeed, default_run_gen_options());
   out.by_index.reserve(static_cast<size_t>(std::max<int64_t>(count, 0)));
   for (int64_t i = 0; i < count; ++i) {
-    out.by_index.push_back(reach_of(programs.at(static_cast<uint64_t>(i)).value()));
+    const Program p = programs.at(static_cast<uint64_t>(i)).value();
+    out.by_index.push_back(fixture_sized_only && !fits_a_fixture(p) ? Reach{} : reach_of(p));
     out.total.add(out.by_index.back());
   }
   return out;

@@ -35,12 +35,17 @@ Reach reach_of(const Program& program);
 // features first, then the cells, each in sorted order.
 std::vector<std::string> not_reached(const Reach& wanted, const Reach& have);
 
-// The default run's random programs (the first `count`), each with what it reaches, and their union.
+// Whether `program` is small enough to ship as a fixture: far inside the run limits, under 1/64 of them
+// (ProgramCost.ShippedProgramsAreFarInsideTheLimits checks the shipped corpus).
+bool fits_a_fixture(const Program& program);
+
+// The default run's random programs (the first `count`), each with what it reaches, and their union. With
+// `fixture_sized_only`, a program that does not fit a fixture reaches nothing (the candidates of a corpus).
 struct DefaultRunReach {
   std::vector<Reach> by_index;  // program i's reach
   Reach total;
 };
-DefaultRunReach default_run_reach(int64_t count);
+DefaultRunReach default_run_reach(int64_t count, bool fixture_sized_only = false);
 
 // Indices of programs of `reach.by_index` that, added to `have`, reach everything `reach.total` does: greedy,
 // most new features and cells first (ties: the lower index), so few programs are picked.
