@@ -60,7 +60,8 @@ nlohmann::ordered_json replay_result_to_json(const ReplayCaseResult& r) {
           {"failed_action_name", r.failed_action_name}, {"differences", diffs}, {"masked", masked},
           {"optional_fields", fields}, {"skipped_feature", r.skipped_feature}, {"expected_reason", r.expected_reason},
           {"expected_category", r.expected_category}, {"stderr_excerpt", r.stderr_excerpt}, {"growth", growth},
-          {"areas", r.areas}, {"elapsed_ns", static_cast<int64_t>(r.elapsed.count())}};
+          {"areas", r.areas}, {"elapsed_ns", static_cast<int64_t>(r.elapsed.count())},
+          {"imprecision", {{"values", r.imprecision.values}, {"first", r.imprecision.first}}}};
 }
 
 ReplayCaseResult replay_result_from_json(const nlohmann::ordered_json& j) {
@@ -94,6 +95,9 @@ ReplayCaseResult replay_result_from_json(const nlohmann::ordered_json& j) {
   for (const nlohmann::ordered_json& g : j.at("growth")) r.growth.push_back(growth_row_from_json(g, ""));
   r.areas = j.at("areas").get<std::vector<std::string>>();
   r.elapsed = std::chrono::nanoseconds(j.at("elapsed_ns").get<int64_t>());
+  // SEMANTICS §9.6: an imprecise case is never a pass, in a worker or in the parent.
+  r.imprecision.values = j.at("imprecision").at("values").get<int64_t>();
+  r.imprecision.first = j.at("imprecision").at("first").get<std::string>();
   return r;
 }
 

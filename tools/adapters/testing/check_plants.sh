@@ -179,7 +179,19 @@ def tail(path, n=15):
         return ""
 
 
+# Known holes of lockstep's own checking, found by this battery and not yet closed (each listed in the closing note
+# of the stop that found it): (fixture id, planted kind) -> why the plant is not caught. A listed plant must still be
+# missed, or the entry fails (the hole closed: remove it); any other missed plant fails as always.
+KNOWN_HOLES = {
+    ("run-1128c5129f1d", "first-exp-avg-scale"): (
+        "AdamW with betas (1, 0.999) and p0 listed twice in its group: exp_avg stays exactly 0, but the tolerance of "
+        "a repeated update scales it by 2 |g| (2.4e6 here), so a planted 1 is within 4 ULP of that scale; a tighter "
+        "scale, beta1 |m| + (1 - beta1) |g|, would catch it (issue 32's stop)"),
+}
+used_holes = set()
+
 violations = []
+notes = []
 violation_count = 0
 PER_ROW = 4  # violations listed per (kind, path)
 missed_total = 0
@@ -207,7 +219,7 @@ for kind, label, log_path, report_dir, rc, out_path in lines:
         problems.append("cannot read the plant log %s: %s" % (log_path, e))
     with open(report, encoding="utf-8") as f:
         cases = json.load(f)["cases"]
-    planted = caught = missed = wrong = clean = clean_ok = shrunk = 0
+    planted = caught = missed = wrong = clean = clean_ok = shrunk = imprecise_planted = known_missed = 0
     paths = set()
     seen = set()
     for c in cases:
@@ -235,11 +247,23 @@ for kind, label, log_path, report_dir, rc, out_path in lines:
         paths.add(first["path"])
         want = "setup (init)" if first["record"] == "init" else "action %s" % first["record"]
         if c["status"] != "failed":
+            # SEMANTICS 9.6: an imprecise case is listed and never passed; a plant inside it is not a silent pass
+            # (an L-BFGS step whose search decided within rounding ends the comparison, SEMANTICS 9.2).
+            if c["status"] == "known" and c.get("known_reason", "").startswith("imprecise"):
+                imprecise_planted += 1
+                continue
+            if (id_, kind) in KNOWN_HOLES:
+                used_holes.add((id_, kind))
+                known_missed += 1
+                continue
             missed += 1
             problems.append("%s: NOT CAUGHT: planted at %s, %s (%s -> %s), but the case %s" % (
                 id_, want, first["path"], ", ".join(first.get("before", [])), ", ".join(first.get("after", [])),
                 c["status"]))
             continue
+        if (id_, kind) in KNOWN_HOLES:
+            problems.append("%s: the known hole is closed (the plant %s was caught): remove it from KNOWN_HOLES" % (
+                id_, kind))
         program = failure.get("program")
         if label == "live" and id_.startswith("random-") and program is not None and \
                 sha(program) != first.get("program_sha256"):
@@ -266,6 +290,9 @@ for kind, label, log_path, report_dir, rc, out_path in lines:
         shown.append("... and %d more like these (all in %s)" % (len(problems) - PER_ROW, report))
     violations += ["%s: %s" % (where, p) for p in shown]
     violation_count += len(problems)
+    if imprecise_planted or known_missed:
+        notes.append("%s: %d planted case(s) imprecise (not passed), %d in a known hole" % (
+            where, imprecise_planted, known_missed))
     rows.append((kind, label, str(planted), str(caught), str(missed), str(wrong),
                  "%d/%d" % (clean_ok, clean), ", ".join(sorted(paths, key=lambda p: (len(p), p))[:3]) +
                  (" ..." if len(paths) > 3 else "") + (" (%d shrunk)" % shrunk if shrunk else "")))
@@ -274,6 +301,16 @@ header = ("kind", "path", "planted", "caught", "missed", "wrong_place", "clean_o
 widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header) - 1)]
 for r in [header] + rows:
     print("  ".join(r[i].ljust(widths[i]) for i in range(len(header) - 1)) + "  " + r[-1])
+labels_run = {r[1] for r in rows}
+if labels_run & {"fixtures", "replay"}:
+    for key in sorted(set(KNOWN_HOLES) - used_holes):
+        violations.append("known hole %s / %s was not missed on a corpus path (its fixture gone, or the plant caught "
+                          "elsewhere): remove it from KNOWN_HOLES" % key)
+        violation_count += 1
+for n in notes:
+    print("note: " + n)
+for (id_, kind), why in sorted(KNOWN_HOLES.items()):
+    print("known hole: %s / %s%s: %s" % (id_, kind, "" if (id_, kind) in used_holes else " (not planted in this run)", why))
 if violations:
     print("\nviolations (%d, at most %d listed per kind and path):" % (violation_count, PER_ROW))
     for v in violations:
