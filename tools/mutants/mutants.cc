@@ -56,8 +56,8 @@ const std::vector<MutantInfo>& mutant_catalogue() {
        "a parameter reached through several paths receives only the first contribution", "SEM-2.6"},
       {Mutant::AccumulatePerEdge, "accumulate_per_edge",
        "a parameter reached by several edges of one loss accumulates each edge's contribution into its grad as it "
-       "arrives, (grad + g1) + g2 instead of grad + (g1 + g2), the first one taken over as its storage when the "
-       "grad is undefined", "SEM-3.2"},
+       "arrives, (grad + g1) + g2 instead of grad + (g1 + g2), in a new tensor the later edges reuse (a held handle "
+       "or an aliased 0-d grad keeps the old values); an undefined grad gets the edges' sum", "SEM-3.2"},
       {Mutant::UnusedParamGradZero, "unused_param_grad_zero",
        "backward gives every parameter it did not reach a zero grad instead of leaving it undefined", "SEM-2.7"},
       {Mutant::RetainGraphIgnored, "retain_graph_ignored",
