@@ -40,6 +40,15 @@ class TimedEngine : public Engine {
     timed([&] { inner_.set_group_options(g, o); });
   }
   void add_param_group(const ParamGroupSpec& g) override { timed([&] { inner_.add_param_group(g); }); }
+  TensorValue clip_grad_norm(const std::vector<std::string>& p, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    TensorValue total;
+    timed([&] { total = inner_.clip_grad_norm(p, max_norm, norm_type, error_if_nonfinite); });
+    return total;
+  }
+  void clip_grad_value(const std::vector<std::string>& p, double v) override {
+    timed([&] { inner_.clip_grad_value(p, v); });
+  }
   EngineState observe() override {
     EngineState s;
     timed([&] { s = inner_.observe(); });

@@ -17,6 +17,7 @@
 #include "impl/adam.h"
 #include "impl/adamw.h"
 #include "impl/autograd.h"
+#include "impl/clip_grad.h"
 #include "impl/lbfgs.h"
 #include "impl/ops.h"
 #include "impl/optimizer.h"
@@ -339,6 +340,28 @@ void ImplEngine::set_grad_none(const std::string& param) {
 void ImplEngine::hold_grad(const std::string& param, const std::string& handle) {
   guarded([&] {
     tables_.hold(handle, tensor_of(param).grad());  // an alias (SEM-1.1); may be undefined
+  });
+}
+
+// SEMANTICS §18: torch::nn::utils' clipping over the named parameters, in the order named.
+TensorValue ImplEngine::clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                                       bool error_if_nonfinite) {
+  return guarded([&] {
+    std::vector<impl::Tensor> tensors;
+    for (const std::string& name : params) tensors.push_back(tensor_of(name));
+    impl::Tensor total = impl::clip_grad_norm_(tensors, max_norm, norm_type, error_if_nonfinite);
+    TensorValue out;
+    out.dtype = from_impl(total.dtype());
+    out.data = total.to_values();
+    return out;
+  });
+}
+
+void ImplEngine::clip_grad_value(const std::vector<std::string>& params, double clip_value) {
+  guarded([&] {
+    std::vector<impl::Tensor> tensors;
+    for (const std::string& name : params) tensors.push_back(tensor_of(name));
+    impl::clip_grad_value_(tensors, clip_value);
   });
 }
 

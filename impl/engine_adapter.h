@@ -68,6 +68,9 @@ class ImplEngine : public Engine {
   std::optional<TensorValue> step_with_closure(StepClosure& closure) override;
   void set_group_options(int group, const OptimizerOptions& changes) override;
   void add_param_group(const ParamGroupSpec& group) override;
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override;
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override;
   EngineState observe() override;
   void synchronise(const EngineState& target) override;
 

@@ -26,6 +26,7 @@ enum class ErrorKind {
   NonscalarBackward,          // SEM-2.4
   GradientShape,              // an explicit gradient unlike the output
   InplaceModified,            // a saved tensor changed in place
+  NonfiniteNorm,              // clip_grad_norm_ with error_if_nonfinite, SEM-18.3
   Other,                      // bad operands of an op, a step on missing state, ...
 };
 
@@ -39,6 +40,7 @@ inline const char* error_kind_name(ErrorKind k) {
     case ErrorKind::NonscalarBackward: return "nonscalar_backward";
     case ErrorKind::GradientShape: return "gradient_shape";
     case ErrorKind::InplaceModified: return "inplace_modified";
+    case ErrorKind::NonfiniteNorm: return "nonfinite_norm";
     case ErrorKind::Other: return "other";
   }
   return "other";

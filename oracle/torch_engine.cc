@@ -4,6 +4,7 @@
 
 #include <c10/util/Exception.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -62,6 +63,7 @@ std::string classify_message(const std::string& message) {
       {"invalid gradient at index", error_kind::kGradientShape},  // explicit gradient shaped unlike the output
       {"Mismatch in shape", error_kind::kGradientShape},
       {"modified by an inplace operation", error_kind::kInplaceModified},  // a saved tensor's version moved
+      {"is non-finite, so it cannot be clipped", error_kind::kNonfiniteNorm},  // SEM-18.3
   };
   for (const Rule& rule : rules) {
     if (message.find(rule.substring) != std::string::npos) return rule.kind;
@@ -412,6 +414,34 @@ class TorchEngine : public Engine {
 
   void set_grad_none(const std::string& param) override {
     guarded([&] { tensor_of(param).mutable_grad().reset(); });
+  }
+
+  // SEMANTICS §18: LibTorch's own clip_grad_norm_ and clip_grad_value_. The C++ API returns the total as a double;
+  // the trace holds it as a 0-d tensor of the grads' dtype (float64 when a counted grad is float64, SEM-18.1), which
+  // the double holds exactly.
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    return guarded([&] {
+      std::vector<torch::Tensor> tensors;
+      DType dtype = DType::Float32;
+      for (const std::string& name : params) {
+        tensors.push_back(tensor_of(name));
+        if (tensors.back().grad().defined() && tensors.back().grad().scalar_type() == torch::kFloat64)
+          dtype = DType::Float64;
+      }
+      TensorValue total;
+      total.dtype = dtype;
+      total.data = {torch::nn::utils::clip_grad_norm_(tensors, max_norm, norm_type, error_if_nonfinite)};
+      return total;
+    });
+  }
+
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    guarded([&] {
+      std::vector<torch::Tensor> tensors;
+      for (const std::string& name : params) tensors.push_back(tensor_of(name));
+      torch::nn::utils::clip_grad_value_(tensors, clip_value);
+    });
   }
 
   void hold_grad(const std::string& param, const std::string& handle) override {

@@ -102,6 +102,7 @@ class Comparer {
     compare_handles();
     compare_groups();
     compare_output();
+    compare_total_norm();
     return std::move(out_);
   }
 
@@ -231,8 +232,9 @@ class Comparer {
         // of non-zero operands may have either sign. Where the exact scale is known it decides: a grad's scale may be
         // 0 (w * 0) while the factor that gave the zero its sign was computed (tolerance.h, OperandScales).
         const bool exact_known = has_extra && exact_zero && exact_zero->size() == expected.data.size();
+        // A clip's zero keeps its input's sign, judged where that input was produced (CompareContext::clip).
         const bool zero_operands =
-            exact_known ? (*exact_zero)[i] && (!has_previous || previous->data[i] == 0) : m == 0;
+            !ctx_.clip && (exact_known ? (*exact_zero)[i] && (!has_previous || previous->data[i] == 0) : m == 0);
         if (!bad && ev == 0 && av == 0 && zero_operands && carried == 0 && std::signbit(ev) != std::signbit(av)) {
           bad = true;
           rule = "the sign of zero must match";
@@ -413,6 +415,9 @@ class Comparer {
 
   double k_for(Quantity q) const {
     double k = ctx_.tolerance.k(q);
+    // SEMANTICS §18: a clip_grad_norm's total norm and the grads it scaled hang on a reduction over the counted grads.
+    if (ctx_.clip && ctx_.clip_reduction_length > 0 && (q == Quantity::Grad || q == Quantity::Handle))
+      return k * (reduction_factor(ctx_.clip_reduction_length) + 2);
     const bool produced_by_autograd =
         (q == Quantity::Output && is_action("forward")) ||
         ((q == Quantity::Grad || q == Quantity::Handle) && is_action("backward"));
@@ -537,9 +542,10 @@ class Comparer {
       if (e.grad.same_as_previous != a.grad.same_as_previous)
         structure(n + " → grad.same_as_previous", bool_text(e.grad.same_as_previous),
                   bool_text(a.grad.same_as_previous));
-      const TensorValue* prev_grad = before && before->grad.defined ? &before->grad.value : nullptr;
+      // A clip scales or clamps the grad: its rounding is relative to the new value (CompareContext::clip).
+      const TensorValue* prev_grad = before && before->grad.defined && !ctx_.clip ? &before->grad.value : nullptr;
       const TensorValue* actual_prev_grad =
-          actual_before && actual_before->grad.defined ? &actual_before->grad.value : nullptr;
+          actual_before && actual_before->grad.defined && !ctx_.clip ? &actual_before->grad.value : nullptr;
       compare_tensor(n + " → grad", Quantity::Grad, e.grad.value, a.grad.value, prev_grad, actual_prev_grad,
                      grad_scale(n), k_for(Quantity::Grad));
     }
@@ -624,8 +630,9 @@ class Comparer {
       if (it != ctx_.handle_param.end()) extra = grad_scale(it->second);
       const HandleObservation* actual_before =
           ctx_.actual_previous ? ctx_.actual_previous->state.handle(e.name) : nullptr;
-      const TensorValue* previous = before && before->defined ? &before->value : nullptr;
-      const TensorValue* actual_previous = actual_before && actual_before->defined ? &actual_before->value : nullptr;
+      const TensorValue* previous = before && before->defined && !ctx_.clip ? &before->value : nullptr;
+      const TensorValue* actual_previous =
+          actual_before && actual_before->defined && !ctx_.clip ? &actual_before->value : nullptr;
       // hold_grad takes a handle to the grad as it is: its operand is that grad (produced earlier).
       if (is_action("hold_grad") && it != ctx_.handle_param.end() && !(previous && *previous == e.value)) {
         const ParamObservation* p = previous_param(it->second);
@@ -711,6 +718,19 @@ class Comparer {
       // Finite, however large: a bound beyond the doubles still judges the value (and is counted imprecise).
       scale[i] = std::min(std::numeric_limits<double>::max(), std::max(it->second.magnitude[i], it->second.bound[i] / per_ulp));
     return scale;
+  }
+
+  // SEMANTICS §18.1: what a clip_grad_norm returned, its total norm, at its own magnitude (a sum of magnitudes does
+  // not cancel) with the reduction's k (k_for).
+  void compare_total_norm() {
+    if (!is_action("clip_grad_norm")) return;
+    if (e_.returned.has_value() != a_.returned.has_value()) {
+      structure("returned", e_.returned ? "a total norm" : "none", a_.returned ? "a total norm" : "none");
+      return;
+    }
+    if (!e_.returned) return;
+    compare_tensor("returned", Quantity::Grad, *e_.returned, *a_.returned, nullptr, nullptr, nullptr,
+                   k_for(Quantity::Grad));
   }
 
   void compare_output() {

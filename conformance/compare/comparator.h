@@ -97,6 +97,12 @@ struct CompareContext {
     std::vector<double> magnitude, bound;
   };
   const std::map<std::string, Moved>* moved = nullptr;
+  // clip_grad_norm and clip_grad_value (SEMANTICS §18): the grads and handles the clip changed are judged at their own
+  // new magnitude, not at the value before (a scaled grad's rounding is relative to its result), and for
+  // clip_grad_norm with k * (r(n) + 2): n the longest reduction behind the total norm (clip_budget.h), plus the
+  // coefficient's two roundings. The total norm ("returned") is judged the same way.
+  bool clip = false;
+  int64_t clip_reduction_length = 0;
   // Step only: the parameters the step updates more than once, with the magnitudes they take on the way.
   const std::map<std::string, RepeatedUpdate>* repeated_update_peaks = nullptr;
   // When given, receives per optional field (optional_fields.h) how many observations were compared and how

@@ -93,4 +93,15 @@ std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after, const Record& actual_after);
 
+// clip_grad_norm / clip_grad_value (SEMANTICS §18), in double at each side's grads before: every grad and held handle
+// the clip changed (a grad listed twice, or a 0-d grad sharing storage with a listed one, is scaled once per listing:
+// how often is read from the oracle's own change), and for clip_grad_norm the total ("returned"). clip_budget.cc.
+ErrorBudget clip_budget(const Action& action, const Record& expected_before, const Record& actual_before,
+                        const Record& expected_after);
+// The norm_type-norm (1, 2, +inf) of `values` in double (SEM-18.1); NaN anywhere gives NaN.
+double vector_norm(const std::vector<double>& values, double norm_type);
+// The longest reduction of a clip_grad_norm (tolerance.h r(n)): the largest counted grad's elements, or the number of
+// listed parameters when larger.
+int64_t clip_reduction_length(const Action& action, const EngineState& before);
+
 }  // namespace lockstep

@@ -242,8 +242,10 @@ std::vector<Difference> TraceComparison::compare_action(size_t index, Record exp
   if (action.closure) {  // SEMANTICS §17.3: the calls first, then the step's own record after the last of them
     std::vector<Difference> d = compare_calls(index, action, expected, actual, stats);
     if (!d.empty() || !ended_at_.empty()) return d;
-  } else if (!expected.calls.empty() || !actual.calls.empty() || expected.returned || actual.returned) {
-    // Only a step with a closure calls one and returns a value (§17.1: step() returns an undefined tensor).
+  } else if (!expected.calls.empty() || !actual.calls.empty() ||
+             (action.kind != ActionKind::ClipGradNorm && (expected.returned || actual.returned))) {
+    // Only a step with a closure calls one and returns a value (§17.1: step() returns an undefined tensor); a
+    // clip_grad_norm returns its total norm (§18.1), compared with the record.
     const bool calls = !expected.calls.empty() || !actual.calls.empty();
     const Record& r = calls ? (expected.calls.empty() ? actual : expected) : (expected.returned ? expected : actual);
     const std::string what = calls ? std::to_string(r.calls.size()) + " closure calls" : "a returned value";
@@ -317,6 +319,15 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
                                    expected_previous_, actual_previous_, handle_param_);
         if (!carry && inputs_differ && ctx.scales) widen_after_resynchronisation(budget, *ctx.scales);
       }
+      break;
+    case ActionKind::ClipGradNorm:
+    case ActionKind::ClipGradValue:
+      // SEMANTICS §18: the total norm is a reduction over the counted grads, and every scaled grad carries its
+      // rounding (tolerance.h); each side's clip in double carries the inputs' deviation.
+      if (action.kind == ActionKind::ClipGradNorm)
+        ctx.clip_reduction_length = clip_reduction_length(action, expected_previous_.state);
+      ctx.clip = true;
+      if (carry) budget = clip_budget(action, expected_previous_, actual_previous_, expected);
       break;
     case ActionKind::HoldGrad:
       handle_param_[action.handle] = action.param;

@@ -713,6 +713,8 @@ class ActionBuilder {
       case ActionKind::HoldGrad: if (!allowed(o, "hold_grad")) return; break;
       case ActionKind::SetOptions: if (!allowed(o, "set_options")) return; break;
       case ActionKind::AddParamGroup: if (!allowed(o, "add_param_group")) return; break;
+      case ActionKind::ClipGradNorm: if (!allowed(o, "clip_grad_norm")) return; break;
+      case ActionKind::ClipGradValue: if (!allowed(o, "clip_grad_value")) return; break;
       case ActionKind::Step: break;
     }
     program_.actions.push_back(std::move(a));
@@ -1122,6 +1124,65 @@ Program generate_program(Picker& pick, const GenOptions& options) {
   return program;
 }
 
+// SEMANTICS §18: gradient clipping, in one program of 5 where the scope allows it: one to three clip_grad_norm or
+// clip_grad_value actions, mostly right after a backward (between backward and step, where training loops clip),
+// else anywhere. Drawn from a stream of its own after the program is made, so that adding clipping left every
+// other program of a seed as it was.
+void add_clipping(Program& p, Picker& pick, const GenOptions& options) {
+  const bool norm_ok = allowed(options, "clip_grad_norm"), value_ok = allowed(options, "clip_grad_value");
+  if ((!norm_ok && !value_ok) || p.params.empty() || !pick.chance(20)) return;
+  const bool special = options.special_values && allowed(options, "special_values");
+  const int count = static_cast<int>(pick.weighted({60, 30, 10})) + 1;
+  for (int c = 0; c < count; ++c) {
+    Action a;
+    a.kind = norm_ok && (!value_ok || pick.chance(65)) ? ActionKind::ClipGradNorm : ActionKind::ClipGradValue;
+    const std::vector<std::string> all = names_of(p.params);
+    switch (pick.weighted({60, 22, 9, 6, 3})) {
+      case 0: a.params = all; break;
+      case 1:  // some of them, in a shuffled order
+        for (const std::string& name : all)
+          if (pick.chance(50)) a.params.insert(a.params.begin() + pick.below(static_cast<int>(a.params.size()) + 1), name);
+        if (a.params.empty()) a.params.push_back(pick.element(all));
+        break;
+      case 2:  // one listed twice: counted and scaled twice (SEM-18.4)
+        a.params = all;
+        a.params.push_back(pick.element(all));
+        break;
+      case 3: a.params = {pick.element(all)}; break;
+      default: break;  // none: the total is 0
+    }
+    if (a.kind == ActionKind::ClipGradNorm) {
+      const double norm_types[] = {2, 2, 2, 1, INFINITY};
+      a.norm_type = norm_types[pick.below(5)];
+      const std::vector<double> max_norms = {1e-3, 0.01, 0.1, 0.5, 1, 2, 5, 100};
+      a.max_norm = pick.element(max_norms);
+      switch (pick.weighted({90, 5, 3, special ? 2 : 0})) {
+        case 1: a.max_norm = 0; break;   // zeroes the grads (SEM-18.2)
+        case 2: a.max_norm = -1; break;  // flips their signs
+        case 3: a.max_norm = pick.chance(50) ? INFINITY : NAN; break;
+        default: break;
+      }
+      a.error_if_nonfinite = pick.chance(25);
+    } else {
+      const std::vector<double> values = {1e-3, 0.01, 0.1, 0.5, 1, 10};
+      a.clip_value = pick.element(values);
+      switch (pick.weighted({88, 6, 4, special ? 2 : 0})) {
+        case 1: a.clip_value = 0; break;
+        case 2: a.clip_value = -0.5; break;  // every number becomes -0.5 (SEM-18.5)
+        case 3: a.clip_value = pick.chance(50) ? INFINITY : NAN; break;
+        default: break;
+      }
+    }
+    std::vector<size_t> after_backward;
+    for (size_t i = 0; i < p.actions.size(); ++i)
+      if (p.actions[i].kind == ActionKind::Backward) after_backward.push_back(i + 1);
+    const size_t at = !after_backward.empty() && pick.chance(70)
+                          ? pick.element(after_backward)
+                          : static_cast<size_t>(pick.below(static_cast<int>(p.actions.size()) + 1));
+    p.actions.insert(p.actions.begin() + static_cast<std::ptrdiff_t>(at), std::move(a));
+  }
+}
+
 // Generators that wrap the imperative builders; their shrink trees come from shrink.h.
 
 int clamp_size(int size, const GenOptions& options) {
@@ -1159,6 +1220,9 @@ rc::Gen<Program> gen_program(const GenOptions& given) {
   return [=](const rc::Random& random, int size) {
     Picker pick(random, clamp_size(size, options));
     Program program = generate_program(pick, options);
+    rc::Random side = random;  // a stream the program's draws (all from splits) never read
+    Picker clip_pick(rc::Random(side.next() ^ 0xC11B6EADu), clamp_size(size, options));
+    add_clipping(program, clip_pick, options);
     // A long program under L-BFGS (up to 1 + 26 max_iter closure calls a step) can pass the limits validate() sets on
     // what a run observes and computes; the generator keeps the actions that fit (a prefix stays valid). A program
     // repair could not mend is left as it is, for validate() to name.

@@ -391,6 +391,10 @@ bool repair_program(Program& program) {
         keep = program.optimizer.has_value();
         keep_known(a.new_group.params, program);
         break;
+      case ActionKind::ClipGradNorm:
+      case ActionKind::ClipGradValue:
+        keep_known(a.params, program);
+        break;
       case ActionKind::Step:
         if (a.closure) {
           std::vector<Action> closure;
@@ -637,6 +641,14 @@ class ProgramShrinkSeq {
             if (a.new_group.options)
               for (const auto& o : simpler_options(*a.new_group.options))
                 with([&](Action& x) { x.new_group.options = o; });
+          }
+          if (a.kind == ActionKind::ClipGradNorm || a.kind == ActionKind::ClipGradValue) {  // SEMANTICS §18
+            for (size_t k = 0; k < a.params.size(); ++k)
+              with([&](Action& x) { x.params.erase(x.params.begin() + static_cast<std::ptrdiff_t>(k)); });
+            if (a.error_if_nonfinite) with([](Action& x) { x.error_if_nonfinite = false; });
+            if (a.kind == ActionKind::ClipGradNorm && a.norm_type != 2) with([](Action& x) { x.norm_type = 2; });
+            for (double v : simpler_numbers(a.kind == ActionKind::ClipGradNorm ? a.max_norm : a.clip_value, false))
+              with([&](Action& x) { (x.kind == ActionKind::ClipGradNorm ? x.max_norm : x.clip_value) = v; });
           }
           if (a.gradient) {
             const bool float32 = true;  // conservative: float32-representable numbers fit both dtypes

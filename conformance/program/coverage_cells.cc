@@ -51,7 +51,8 @@ bool edge_applies(const std::string& op, const std::string& edge) {
 }
 
 const std::vector<std::string> kActionRows = {"start",    "forward",     "backward",    "zero_grad", "set_grad_none",
-                                              "hold_grad", "step", "set_options", "add_param_group"};
+                                              "hold_grad", "step", "set_options", "add_param_group",
+                                              "clip_grad_norm", "clip_grad_value"};
 
 const std::vector<std::string> kOptionColumns = {"lr 0",     "lr > 0",    "weight_decay 0", "weight_decay > 0",
                                                  "momentum 0", "momentum > 0", "dampening",  "nesterov",
@@ -109,6 +110,16 @@ const std::vector<std::string> kSituationColumns = {
     "param used twice, 0-d grad aliased",
     "backward through a freed graph",
     "step before any backward",
+    // SEMANTICS §18: what gradient clipping meets.
+    "clip, a listed grad undefined",
+    "clip, a param listed twice",
+    "clip, a held grad",
+    "clip, a 0-d grad aliased",
+    "clip, a create_graph grad",
+    "clip, max_norm or clip_value <= 0",
+    "clip_grad_norm, norm_type 1",
+    "clip_grad_norm, norm_type inf",
+    "clip_grad_norm, error_if_nonfinite",
 };
 
 CoverageTable make_table(std::string name, std::string meaning, std::vector<std::string> rows,
@@ -460,6 +471,26 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
         defined.erase(a.param);
         break;
       case ActionKind::HoldGrad: held.insert(a.param); break;
+      case ActionKind::ClipGradNorm:
+      case ActionKind::ClipGradValue: {  // SEMANTICS §18
+        std::set<std::string> listed;
+        for (const std::string& name : a.params) {
+          if (!listed.insert(name).second) add("clip, a param listed twice");
+          if (!defined.count(name)) add("clip, a listed grad undefined");
+          if (held.count(name) && defined.count(name)) add("clip, a held grad");
+          if (shared_0d && (shared_0d->first == name || shared_0d->second == name)) add("clip, a 0-d grad aliased");
+          if (any_create_graph && defined.count(name)) add("clip, a create_graph grad");
+        }
+        if (a.kind == ActionKind::ClipGradNorm) {
+          if (!(a.max_norm > 0)) add("clip, max_norm or clip_value <= 0");
+          if (a.norm_type == 1) add("clip_grad_norm, norm_type 1");
+          if (std::isinf(a.norm_type)) add("clip_grad_norm, norm_type inf");
+          if (a.error_if_nonfinite) add("clip_grad_norm, error_if_nonfinite");
+        } else if (!(a.clip_value > 0)) {
+          add("clip, max_norm or clip_value <= 0");
+        }
+        break;
+      }
       case ActionKind::Step:
         if (!any_backward) add("step before any backward");
         stepped_since_backward = true;

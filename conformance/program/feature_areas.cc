@@ -13,7 +13,7 @@ const std::vector<std::string>& all_feature_areas() {
   static const std::vector<std::string> areas = [] {
     std::vector<std::string> out = {"autograd", "accumulation", "zero_grad"};
     for (const OptimizerDescription& d : optimizer_descriptions()) out.push_back(d.name);
-    out.insert(out.end(), {"groups", "errors", "numerics"});
+    out.insert(out.end(), {"clipping", "groups", "errors", "numerics"});
     return out;
   }();
   return areas;
@@ -79,6 +79,7 @@ std::vector<std::string> feature_areas(const Program& program, const std::set<st
   if (backwards >= 2) in.insert("accumulation");
   if (zeroes) in.insert("zero_grad");
   if (steps && program.optimizer) in.insert(optimizer_name(program.optimizer->kind));
+  if (features.count("clip_grad_norm") || features.count("clip_grad_value")) in.insert("clipping");  // SEMANTICS §18
   for (const char* f : {"param_groups", "add_param_group", "set_options"})
     if (features.count(f)) in.insert("groups");
   if (asks_for_an_error(program, features)) in.insert("errors");

@@ -40,6 +40,8 @@ std::vector<FeatureInfo> make_features() {
       {"set_grad_none", "feature", "param.grad = None for one parameter (SEM-4.2)"},
       {"hold_grad", "feature", "a handle to a grad held and observed after every action (SEM-3.2, SEM-4)"},
       {"closure", "feature", "a step with a closure: the step calls it and returns its loss (SEM-17)"},
+      {"clip_grad_norm", "feature", "clip_grad_norm_ over some parameters: total norm, grads scaled in place (SEM-18.1)"},
+      {"clip_grad_value", "feature", "clip_grad_value_ over some parameters: grads clamped in place (SEM-18.5)"},
       {"param_groups", "feature", "more than one parameter group, or a group with its own options (SEM-7)"},
       {"add_param_group", "feature", "optimizer.add_param_group after construction (SEM-7.4)"},
       {"set_options", "feature", "a group's options changed between steps (SEM-5.4, SEM-7.5)"},
@@ -223,6 +225,14 @@ std::set<std::string> program_features(const Program& program) {
       case ActionKind::AddParamGroup:
         f.insert("add_param_group");
         if (program.optimizer) scan_group(a.new_group, *program.optimizer);
+        break;
+      case ActionKind::ClipGradNorm:
+        f.insert("clip_grad_norm");
+        if (!std::isfinite(a.max_norm)) f.insert("special_values");
+        break;
+      case ActionKind::ClipGradValue:
+        f.insert("clip_grad_value");
+        if (!std::isfinite(a.clip_value)) f.insert("special_values");
         break;
     }
   };

@@ -54,6 +54,7 @@ constexpr ActionNameEntry kActionNames[] = {
     {ActionKind::ZeroGrad, "zero_grad"},      {ActionKind::SetGradNone, "set_grad_none"},
     {ActionKind::HoldGrad, "hold_grad"},      {ActionKind::Step, "step"},
     {ActionKind::SetOptions, "set_options"},  {ActionKind::AddParamGroup, "add_param_group"},
+    {ActionKind::ClipGradNorm, "clip_grad_norm"}, {ActionKind::ClipGradValue, "clip_grad_value"},
 };
 
 std::shared_ptr<Expr> make(Op op, std::vector<ExprPtr> args) {
@@ -310,6 +311,16 @@ void check_full_options(const OptimizerOptions& o, OptimizerKind kind, const std
                                    describe(kind).semantics + ")");
 }
 
+// A number as a program's JSON spells it, for messages: 2, 0.5, "NaN", "-Infinity".
+std::string json_like_number(double v) {
+  if (std::isnan(v)) return "\"NaN\"";
+  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
 void check_param_names(const std::vector<std::string>& names, const std::vector<ParamSpec>& params,
                        const std::string& path) {
   for (size_t i = 0; i < names.size(); ++i)
@@ -358,7 +369,8 @@ static void check_action(const Program& p, const Action& a, const std::string& p
         for (size_t j = 0; j < a.closure->size(); ++j) {
           const Action& c = (*a.closure)[j];
           const std::string apath = cpath + "/" + std::to_string(j);
-          if (c.kind == ActionKind::Step || c.kind == ActionKind::SetOptions || c.kind == ActionKind::AddParamGroup)
+          if (c.kind == ActionKind::Step || c.kind == ActionKind::SetOptions || c.kind == ActionKind::AddParamGroup ||
+              c.kind == ActionKind::ClipGradNorm || c.kind == ActionKind::ClipGradValue)
             throw ProgramError(apath + "/action", std::string("a closure cannot hold ") + action_name(c.kind) +
                                                       " (only forward, backward, zero_grad, set_grad_none and "
                                                       "hold_grad: SEMANTICS §17.2)");
@@ -387,6 +399,17 @@ static void check_action(const Program& p, const Action& a, const std::string& p
         throw ProgramError(path, "add_param_group needs an optimizer; the program has none");
       check_param_names(a.new_group.params, p.params, path + "/params");
       if (a.new_group.options) check_full_options(*a.new_group.options, p.optimizer->kind, path + "/options");
+      break;
+    case ActionKind::ClipGradNorm:
+    case ActionKind::ClipGradValue:
+      // SEMANTICS §18: no optimizer needed; an empty list is allowed (the total is 0).
+      if (static_cast<int64_t>(a.params.size()) > limits.max_group_entries)
+        throw ProgramError(path + "/params", std::to_string(a.params.size()) + " parameters exceed the limit of " +
+                                                 std::to_string(limits.max_group_entries));
+      check_param_names(a.params, p.params, path + "/params");
+      if (a.kind == ActionKind::ClipGradNorm && !(a.norm_type == 1 || a.norm_type == 2 || a.norm_type == INFINITY))
+        throw ProgramError(path + "/norm_type", "norm_type " + json_like_number(a.norm_type) +
+                                                    " is not one lockstep models (1, 2 or \"Infinity\", SEMANTICS §18.1)");
       break;
   }
 }

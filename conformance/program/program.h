@@ -157,6 +157,8 @@ enum class ActionKind {
   Step,           // optimizer.step(), or optimizer.step(closure) with a `closure` (SEMANTICS §17)
   SetOptions,     // change the set fields of group `group`'s options (SEMANTICS §5.4, §7.5)
   AddParamGroup,  // optimizer.add_param_group(new_group)
+  ClipGradNorm,   // clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite); returns the total norm (§18)
+  ClipGradValue,  // clip_grad_value_(params, clip_value) (SEMANTICS §18.5)
 };
 
 const char* action_name(ActionKind k);  // "forward", "backward", "zero_grad", "set_grad_none", ...
@@ -181,6 +183,13 @@ struct Action {
   OptimizerOptions options;
   // AddParamGroup
   ParamGroupSpec new_group;
+  // ClipGradNorm, ClipGradValue (SEMANTICS §18): the parameters passed, in order; a name may repeat (its grad is then
+  // counted and scaled twice, §18.4). norm_type is 1, 2 or +inf (the norms lockstep models).
+  std::vector<std::string> params;
+  double max_norm = 1;
+  double norm_type = 2;
+  bool error_if_nonfinite = false;
+  double clip_value = 1;
   // Step: the closure's actions, run in order at every call the step makes (SEMANTICS §17.2); unset: step()
   // without a closure. validate() allows forward, backward, zero_grad, set_grad_none and hold_grad, at least one
   // forward among them.

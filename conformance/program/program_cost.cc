@@ -184,6 +184,19 @@ class CostWalk {
         groups_ = sat_add(groups_, 1);
         add_group_entries(a.new_group.params);
         break;
+      case ActionKind::ClipGradNorm:
+      case ActionKind::ClipGradValue: {
+        // Every listed grad read (the norms) and written, by both engines and the comparator's evaluation in double;
+        // the record carries the total norm.
+        int64_t listed = 0;
+        for (const std::string& name : a.params) {
+          auto it = numel_.find(name);
+          listed = sat_add(listed, it == numel_.end() ? 0 : it->second);
+        }
+        cost_.arithmetic = sat_add(cost_.arithmetic, sat_add(sat_mul(listed, 8), static_cast<int64_t>(a.params.size())));
+        cost_.observed_values = sat_add(cost_.observed_values, 1);
+        break;
+      }
     }
     observe();
   }

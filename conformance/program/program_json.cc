@@ -299,7 +299,7 @@ Action action_from_json(const ordered_json& j, const std::string& pointer, ExprR
   if (!kind)
     throw JsonError(r.pointer("action"),
                     "unknown action '" + name + "' (expected forward, backward, zero_grad, set_grad_none, "
-                    "hold_grad, step, set_options or add_param_group)");
+                    "hold_grad, step, set_options, add_param_group, clip_grad_norm or clip_grad_value)");
   Action a;
   a.kind = *kind;
   switch (a.kind) {
@@ -351,6 +351,16 @@ Action action_from_json(const ordered_json& j, const std::string& pointer, ExprR
       if (const ordered_json* o = r.optional("options"))
         a.new_group.options = options_from_json(*o, r.pointer("options"));
       break;
+    case ActionKind::ClipGradNorm:  // SEMANTICS §18.1: norm_type defaults to 2, error_if_nonfinite to false
+      a.params = strings_from_json(r.required("params"), r.pointer("params"));
+      a.max_norm = number_from_json(r.required("max_norm"), r.pointer("max_norm"));
+      if (const ordered_json* n = r.optional("norm_type")) a.norm_type = number_from_json(*n, r.pointer("norm_type"));
+      a.error_if_nonfinite = r.optional_bool("error_if_nonfinite").value_or(false);
+      break;
+    case ActionKind::ClipGradValue:
+      a.params = strings_from_json(r.required("params"), r.pointer("params"));
+      a.clip_value = number_from_json(r.required("clip_value"), r.pointer("clip_value"));
+      break;
   }
   r.finish(true);
   return a;
@@ -393,6 +403,16 @@ ordered_json action_to_json(const Action& a) {
     case ActionKind::AddParamGroup:
       out["params"] = a.new_group.params;
       if (a.new_group.options) out["options"] = options_to_json(*a.new_group.options);
+      break;
+    case ActionKind::ClipGradNorm:
+      out["params"] = a.params;
+      out["max_norm"] = number_to_json(a.max_norm);
+      out["norm_type"] = number_to_json(a.norm_type);
+      if (a.error_if_nonfinite) out["error_if_nonfinite"] = true;
+      break;
+    case ActionKind::ClipGradValue:
+      out["params"] = a.params;
+      out["clip_value"] = number_to_json(a.clip_value);
       break;
   }
   return out;

@@ -33,6 +33,7 @@ inline constexpr const char* kInplaceModified = "inplace_modified";  // a saved 
 inline constexpr const char* kNoOptimizer = "no_optimizer";        // step/zero_grad/... without one
 inline constexpr const char* kNoOutput = "no_output";              // backward before any forward
 inline constexpr const char* kNoSuchGroup = "no_such_group";       // set_options on a missing group
+inline constexpr const char* kNonfiniteNorm = "nonfinite_norm";    // clip_grad_norm, error_if_nonfinite (SEM-18.3)
 inline constexpr const char* kOther = "other";                     // anything else the engine threw
 }  // namespace error_kind
 
@@ -119,7 +120,8 @@ struct Record {
   std::optional<ErrorObservation> error;
   EngineState state;
   // A step with a closure (SEMANTICS §17.3): every call, in call order, and the value the step returned (unset when
-  // it returned an undefined tensor). Empty and unset for every other record.
+  // it returned an undefined tensor). A clip_grad_norm that succeeded returns the total norm (SEMANTICS §18.1): a 0-d
+  // tensor, float64 when a counted grad is float64, else float32. Empty and unset for every other record.
   std::vector<ClosureCall> calls;
   std::optional<TensorValue> returned;
 };

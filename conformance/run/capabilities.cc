@@ -162,17 +162,27 @@ Capabilities driver_capabilities(const json& hello) {
           "them, answer the hello with \"protocol\": {} or list them in supports.ops (fixtures/PROTOCOL.md 2a)",
           c.protocol, fmt::join(newer, ", "), kDriverProtocolVersion);
   }
-  // Without its own list of features, a driver of protocol 3 or older gets none that came later: a step's closure
-  // came with protocol 4 (SEMANTICS §17).
-  if (!c.features && c.protocol < 4) {
+  // Without its own list of features, a driver gets none that came after its protocol: a step's closure came with
+  // protocol 4 (SEMANTICS §17), gradient clipping with protocol 6 (SEMANTICS §18).
+  static const std::map<std::string, int> kFeatureSince = {{"closure", 4}, {"clip_grad_norm", 6}, {"clip_grad_value", 6}};
+  if (!c.features && c.protocol < kDriverProtocolVersion) {
+    std::vector<std::string> newer;
     c.features.emplace();
-    for (const FeatureInfo& f : all_features())
-      if (f.category == "feature" && f.name != "closure") c.features->insert(f.name);
-    c.protocol_note = (c.protocol_note.empty() ? "" : c.protocol_note + "; ") +
-                      fmt::format("the driver speaks protocol {} and declares no features, so it gets no step with a "
-                                  "closure (protocol 4); to be tested on it, answer the hello with \"protocol\": 4 or "
-                                  "list \"closure\" in supports.features (fixtures/PROTOCOL.md 2a)",
-                                  c.protocol);
+    for (const FeatureInfo& f : all_features()) {
+      if (f.category != "feature") continue;
+      auto since = kFeatureSince.find(f.name);
+      if (since != kFeatureSince.end() && since->second > c.protocol) newer.push_back(f.name);
+      else c.features->insert(f.name);
+    }
+    if (newer.empty()) {
+      c.features.reset();  // every feature: the driver's protocol has them all
+    } else {
+      c.protocol_note = (c.protocol_note.empty() ? "" : c.protocol_note + "; ") +
+                        fmt::format("the driver speaks protocol {} and declares no features, so it gets none that came "
+                                    "later ({}); to be tested on them, answer the hello with \"protocol\": {} or list "
+                                    "them in supports.features (fixtures/PROTOCOL.md 2a)",
+                                    c.protocol, fmt::join(newer, ", "), kDriverProtocolVersion);
+    }
   }
   // Without its own list of optimizers, a driver of protocol 2 or newer gets the optimizers of its protocol, each with
   // every option (optimizer_descriptions.h, since_protocol): L-BFGS came with protocol 5 (SEMANTICS §16).

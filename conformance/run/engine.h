@@ -95,6 +95,20 @@ class Engine {
   }
   virtual void set_group_options(int group, const OptimizerOptions& changes) = 0;  // SEM-7.5
   virtual void add_param_group(const ParamGroupSpec& group) = 0;    // SEM-7.4
+  // torch::nn::utils::clip_grad_norm_ over the named parameters, in order (a name may repeat, SEM-18.4), and what it
+  // returned: the total norm as a 0-d tensor, float64 when a counted grad is float64, else float32 (SEM-18.1).
+  // Fails with error_kind::kNonfiniteNorm when error_if_nonfinite and the total is not finite (SEM-18.3). The default
+  // fails: an engine written before SEMANTICS §18 does not clip.
+  virtual TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                                     bool error_if_nonfinite) {
+    (void)params, (void)max_norm, (void)norm_type, (void)error_if_nonfinite;
+    throw EngineError(error_kind::kOther, name() + " does not implement clip_grad_norm (SEMANTICS §18)");
+  }
+  // torch::nn::utils::clip_grad_value_ (SEM-18.5).
+  virtual void clip_grad_value(const std::vector<std::string>& params, double clip_value) {
+    (void)params, (void)clip_value;
+    throw EngineError(error_kind::kOther, name() + " does not implement clip_grad_value (SEMANTICS §18)");
+  }
 
   virtual EngineState observe() = 0;
 

@@ -218,6 +218,8 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
         if (!step_seen) cleared_before_step = true;
         break;
       case ActionKind::HoldGrad: tags.insert("hold_grad"); break;
+      case ActionKind::ClipGradNorm:
+      case ActionKind::ClipGradValue: tags.insert("clipping"); break;  // SEMANTICS §18
       case ActionKind::Step:
         if (a.closure) {
           tags.insert("closure");

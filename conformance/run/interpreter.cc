@@ -108,6 +108,10 @@ Record run_one(const Program& program, Engine& engine, bool has_optimizer, const
         break;
       case ActionKind::SetOptions: engine.set_group_options(a.group, a.options); break;
       case ActionKind::AddParamGroup: engine.add_param_group(a.new_group); break;
+      case ActionKind::ClipGradNorm:
+        record.returned = engine.clip_grad_norm(a.params, a.max_norm, a.norm_type, a.error_if_nonfinite);
+        break;
+      case ActionKind::ClipGradValue: engine.clip_grad_value(a.params, a.clip_value); break;
     }
   });
   record.state = engine.observe();

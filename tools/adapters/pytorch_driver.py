@@ -78,6 +78,7 @@ RULES = [
     ("invalid gradient at index", "gradient_shape"),
     ("Mismatch in shape", "gradient_shape"),
     ("modified by an inplace operation", "inplace_modified"),
+    ("is non-finite, so it cannot be clipped", "nonfinite_norm"),
 ]
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 CLASSES = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
@@ -158,6 +159,17 @@ class Torch(kit.Framework):
     def step(self, optimizer): optimizer.step()
     def step_with_closure(self, optimizer, closure): return optimizer.step(closure)  # SEMANTICS §17
     def state(self, optimizer, param): return optimizer.state[param] if param in optimizer.state else None
+
+    # gradient clipping (SEMANTICS §18): torch.nn.utils' own; --mode foreach asks for the multi-tensor path where the
+    # function has one (2.x), as it does of the optimizers
+    def clip_grad_norm(self, params, max_norm, norm_type, error_if_nonfinite):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite=error_if_nonfinite,
+                                              **self.clip_foreach(torch.nn.utils.clip_grad_norm_))
+    def clip_grad_value(self, params, clip_value):
+        torch.nn.utils.clip_grad_value_(params, clip_value, **self.clip_foreach(torch.nn.utils.clip_grad_value_))
+    def clip_foreach(self, function):
+        has = "foreach" in inspect.signature(function).parameters
+        return {"foreach": True} if self.mode == "foreach" and has else {}
 
     def classify(self, message):
         return next((kind for needle, kind in RULES if needle in message), "other")

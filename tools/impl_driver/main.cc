@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "conformance/program/optional_fields.h"
+#include "conformance/run/driver_process.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/interpreter.h"
 #include "conformance/run/zero_grad_default.h"
@@ -114,8 +115,9 @@ int main(int argc, char** argv) {
                                  : mutant.empty()  ? make_impl_engine()->name()
                                                    : make_mutant_engine(mutant)->name();
         // The protocol: the newest both speak (2: RMSprop and Adagrad; 3: softplus; 4: a step's closure; 5: L-BFGS;
+        // 6: gradient clipping;
         // fixtures/PROTOCOL.md 2a).
-        int protocol = 5;
+        int protocol = kDriverProtocolVersion;
         if (const auto& h = request["hello"]; h.is_object() && h.contains("protocol") && h["protocol"].is_number_integer())
           protocol = std::min(protocol, h["protocol"].get<int>());
         answer["hello"] = {{"name", name}, {"version", "lockstep-impl-driver"}, {"protocol", protocol}, {"language", "c++"}};

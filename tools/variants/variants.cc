@@ -150,6 +150,13 @@ class VariantEngine : public Engine {
     inner_->set_group_options(group, changes);
   }
   void add_param_group(const ParamGroupSpec& group) override { inner_->add_param_group(group); }
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    return inner_->clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+  }
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    inner_->clip_grad_value(params, clip_value);
+  }
 
   EngineState observe() override {
     EngineState s = look();
@@ -484,6 +491,16 @@ class UlpNoise : public VariantEngine {
   }
   void add_param_group(const ParamGroupSpec& group) override {
     noisy(ActionKind::AddParamGroup, [&] { inner().add_param_group(group); });
+  }
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    TensorValue total;
+    noisy(ActionKind::ClipGradNorm,
+          [&] { total = inner().clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite); });
+    return total;
+  }
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    noisy(ActionKind::ClipGradValue, [&] { inner().clip_grad_value(params, clip_value); });
   }
 
  private:

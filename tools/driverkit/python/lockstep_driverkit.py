@@ -165,12 +165,13 @@ STATE_COUNTS = ("func_evals", "n_iter")  # L-BFGS's counts (SEM-16.2), under the
 _OPTIMIZER_NEEDS = {"lbfgs": "step_with_closure"}
 FEATURES = ("retain_graph", "create_graph", "no_grad", "explicit_gradient", "zero_grad", "set_to_none",
             "zero_grad_default", "set_grad_none", "hold_grad", "param_groups", "add_param_group", "set_options",
-            "special_values", "invalid_options", "closure")
+            "special_values", "invalid_options", "closure", "clip_grad_norm", "clip_grad_value")
 # The method a feature needs (SEMANTICS §13); the optimizer features need make_optimizer as well.
 _FEATURE_NEEDS = {"retain_graph": "backward", "create_graph": "backward", "explicit_gradient": "backward",
                   "no_grad": "no_grad", "zero_grad": "zero_grad", "set_to_none": "zero_grad",
                   "zero_grad_default": "zero_grad", "set_grad_none": "set_grad_none",
-                  "add_param_group": "add_param_group", "closure": "step_with_closure"}
+                  "add_param_group": "add_param_group", "closure": "step_with_closure",
+                  "clip_grad_norm": "clip_grad_norm", "clip_grad_value": "clip_grad_value"}
 _OPTIMIZER_FEATURES = ("zero_grad", "set_to_none", "zero_grad_default", "param_groups", "add_param_group",
                        "set_options", "invalid_options", "closure")
 
@@ -303,6 +304,11 @@ class Framework:
     # that runs the closure's actions and returns the loss) and return what it returns (None: nothing).
     def step_with_closure(self, optimizer, closure): raise NotImplementedError
     def state(self, optimizer, param): raise NotImplementedError
+    # gradient clipping (SEMANTICS §18), over `params` in the order given (a parameter may repeat): clip_grad_norm
+    # returns the total norm (a 0-d tensor; float64 when a counted grad is float64, else float32); norm_type is 1, 2
+    # or float("inf"); a non-finite total with error_if_nonfinite raises (classify it "nonfinite_norm").
+    def clip_grad_norm(self, params, max_norm, norm_type, error_if_nonfinite): raise NotImplementedError
+    def clip_grad_value(self, params, clip_value): raise NotImplementedError
 
     # errors
     def classify(self, message): return "other"
@@ -402,8 +408,13 @@ def unsupported_reason(program, caps):
                     needs.append("special_values")
         elif a["action"] == "zero_grad" and opt is not None:
             needs.append({None: "zero_grad_default", True: "set_to_none", False: "zero_grad"}[a.get("set_to_none")])
-        elif a["action"] in ("set_grad_none", "hold_grad", "add_param_group", "set_options"):
+        elif a["action"] in ("set_grad_none", "hold_grad", "add_param_group", "set_options", "clip_grad_norm",
+                             "clip_grad_value"):
             needs.append(a["action"])
+            if a["action"] == "clip_grad_norm" and _special([a["max_norm"]]):
+                needs.append("special_values")
+            if a["action"] == "clip_grad_value" and _special([a["clip_value"]]):
+                needs.append("special_values")
         for f in needs:
             if f not in features:
                 return f
@@ -434,6 +445,7 @@ class Run:
         self.output = None        # the output of the last successful forward
         self.closure_calls = None     # a step with a closure: its calls' records, for the step's record
         self.closure_returned = None  # and what the step returned
+        self.clip_returned = None     # what a clip_grad_norm returned: its total norm (SEMANTICS §18.1)
 
     # --- setup --------------------------------------------------------------------------------------------------
     def tensor(self, values, dtype, shape, param=False):
@@ -562,6 +574,13 @@ class Run:
         elif a == "add_param_group":
             self.require_optimizer("add_param_group")
             self.fw.add_param_group(self.optimizer, self.make_group(action, "new group"))
+        elif a == "clip_grad_norm":  # SEMANTICS §18.1; the record carries the total norm (PROTOCOL §4)
+            params = [self.params[name] for name in action["params"]]
+            self.clip_returned = self.fw.clip_grad_norm(params, number_in(action["max_norm"]),
+                                                        number_in(action.get("norm_type", 2)),
+                                                        bool(action.get("error_if_nonfinite", False)))
+        elif a == "clip_grad_value":  # SEMANTICS §18.5
+            self.fw.clip_grad_value([self.params[name] for name in action["params"]], number_in(action["clip_value"]))
         else:
             raise EngineError("other", "unknown action '%s'" % a)
 
@@ -683,6 +702,7 @@ class Run:
         if error:
             rec["error"] = error
         calls, returned = self.closure_calls, self.closure_returned
+        clipped, self.clip_returned = self.clip_returned, None
         self.closure_calls = self.closure_returned = None
         rec.update(self.observe())
         if calls is not None:  # a step with a closure (PROTOCOL §4, SEMANTICS §17.3)
@@ -690,6 +710,8 @@ class Run:
                 rec["calls"] = calls
             if returned is not None and not error:
                 rec["returned"] = self.full(returned)
+        if clipped is not None and not error:  # a clip_grad_norm's total norm (SEMANTICS §18.1)
+            rec["returned"] = self.full(clipped)
         return rec
 
     def trace(self):
@@ -718,7 +740,8 @@ def run_program(fw, program):
 
 # ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ------------------------------------------------------------
 
-PROTOCOL = 5  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5)
+PROTOCOL = 6  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5),
+#              plus gradient clipping (6)
 
 
 def hello(fw, requested=1):
