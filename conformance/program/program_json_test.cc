@@ -211,6 +211,22 @@ std::string with_loss(const std::string& rest) { return with(R"("loss": )" + kSu
 std::vector<BadCase> bad_cases() {
   return {
       {"not_an_object", "[1, 2]", "", "expected an object (a program), got array"},
+      // SEMANTICS §18: clipping's fields
+      {"clip_unknown_param", with(R"("actions": [{"action": "clip_grad_norm", "params": ["x", "y"], "max_norm": 1}])"),
+       "/actions/0/params/1", "unknown parameter 'y'"},
+      {"clip_missing_max_norm", with(R"("actions": [{"action": "clip_grad_norm", "params": ["x"]}])"), "/actions/0",
+       "needs the field 'max_norm'"},
+      {"clip_norm_type_three", with(R"("actions": [{"action": "clip_grad_norm", "params": [], "max_norm": 1, "norm_type": 3}])"),
+       "/actions/0/norm_type", "norm_type 3 is not one lockstep models"},
+      {"clip_norm_type_nan", with(R"("actions": [{"action": "clip_grad_norm", "params": [], "max_norm": 1, "norm_type": "NaN"}])"),
+       "/actions/0/norm_type", "norm_type \"NaN\" is not one lockstep models"},
+      {"clip_value_missing", with(R"("actions": [{"action": "clip_grad_value", "params": ["x"]}])"), "/actions/0",
+       "needs the field 'clip_value'"},
+      {"clip_value_foreign_field", with(R"("actions": [{"action": "clip_grad_value", "params": ["x"], "clip_value": 1, "max_norm": 2}])"),
+       "/actions/0/max_norm", "unknown field 'max_norm'"},
+      {"clip_in_closure", with_loss(R"("optimizer": {"type": "sgd", "defaults": {"lr": 0.1}, "params": ["x"]},
+       "actions": [{"action": "step", "closure": [{"action": "forward"}, {"action": "clip_grad_value", "params": ["x"], "clip_value": 1}]}])"),
+       "/actions/0/closure/1/action", "a closure cannot hold clip_grad_value"},
       {"missing_actions", std::string("{") + kParams + "}", "", "needs the field 'actions'"},
       {"unknown_top_field", with(R"("actions": [], "extra": 1)"), "/extra", "unknown field 'extra'"},
       {"comment_not_string", with(R"("actions": [], "comment": 3)"), "/comment", "expected a string"},
@@ -351,6 +367,26 @@ TEST(ProgramJson, AStepsClosureRoundTrips) {  // SEMANTICS §17.2
   const ordered_json j = program_to_json(p);
   EXPECT_EQ(j["actions"][0]["closure"].size(), 4u);
   EXPECT_FALSE(j["actions"][1].contains("closure"));
+  EXPECT_EQ(program_to_json(program_from_json(j)).dump(), j.dump());
+}
+
+TEST(ProgramJson, ClippingRoundTrips) {  // SEMANTICS §18
+  const std::string text = with_loss(R"("actions": [{"action": "clip_grad_norm", "params": ["x", "m", "x"], "max_norm": 0.5,
+      "norm_type": "Infinity", "error_if_nonfinite": true}, {"action": "clip_grad_norm", "params": [], "max_norm": "NaN"},
+      {"action": "clip_grad_value", "params": ["m"], "clip_value": -0.25}])");
+  Program p = program_from_text(text, "mem.json");
+  ASSERT_EQ(p.actions.size(), 3u);
+  EXPECT_EQ(p.actions[0].params, (std::vector<std::string>{"x", "m", "x"}));
+  EXPECT_EQ(p.actions[0].max_norm, 0.5);
+  EXPECT_TRUE(std::isinf(p.actions[0].norm_type));
+  EXPECT_TRUE(p.actions[0].error_if_nonfinite);
+  EXPECT_EQ(p.actions[1].norm_type, 2);  // the default
+  EXPECT_FALSE(p.actions[1].error_if_nonfinite);
+  EXPECT_TRUE(std::isnan(p.actions[1].max_norm));
+  EXPECT_EQ(p.actions[2].clip_value, -0.25);
+  const ordered_json j = program_to_json(p);
+  EXPECT_EQ(j["actions"][0]["norm_type"], "Infinity");
+  EXPECT_FALSE(j["actions"][2].contains("max_norm"));
   EXPECT_EQ(program_to_json(program_from_json(j)).dump(), j.dump());
 }
 

@@ -171,7 +171,8 @@ Capabilities driver_capabilities(const json& hello) {
     for (const FeatureInfo& f : all_features()) {
       if (f.category != "feature") continue;
       auto since = kFeatureSince.find(f.name);
-      if (since != kFeatureSince.end() && since->second > c.protocol) newer.push_back(f.name);
+      if (since != kFeatureSince.end() && since->second > c.protocol)
+        newer.push_back(fmt::format("{} (protocol {})", f.name, since->second));
       else c.features->insert(f.name);
     }
     if (newer.empty()) {
@@ -191,7 +192,7 @@ Capabilities driver_capabilities(const json& hello) {
     std::set<std::string> kept;
     for (const OptimizerDescription& d : optimizer_descriptions()) {
       if (d.since_protocol <= c.protocol) kept.insert(d.name);
-      else newer.push_back(d.name);
+      else newer.push_back(fmt::format("{} (protocol {})", d.name, d.since_protocol));
     }
     if (!newer.empty()) {
       c.optimizers.emplace();

@@ -433,7 +433,7 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoClosure) {
     EXPECT_EQ(c.features->count("closure"), 0u) << hello;
     EXPECT_EQ(c.features->count("retain_graph"), 1u) << hello;
     EXPECT_NE(c.protocol_note.find("closure"), std::string::npos) << c.protocol_note;
-    EXPECT_NE(c.protocol_note.find("\"protocol\": 4"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("closure (protocol 4)"), std::string::npos) << c.protocol_note;
     FeatureScope scope;
     exclude_unsupported(c, scope);
     EXPECT_FALSE(scope.allows("closure")) << hello;
@@ -441,7 +441,8 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoClosure) {
     EXPECT_TRUE(scope.allows("special_values")) << hello;
   }
   const Capabilities four = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 4})"));
-  EXPECT_FALSE(four.features);
+  ASSERT_TRUE(four.features);
+  EXPECT_EQ(four.features->count("closure"), 1u);
   EXPECT_EQ(four.protocol_note.find("closure"), std::string::npos) << four.protocol_note;
   const Capabilities listed = driver_capabilities(
       json::parse(R"({"name": "x", "version": "1", "protocol": 3, "supports": {"features": ["closure"]}})"));
@@ -462,7 +463,7 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLbfgs) {
     ASSERT_EQ(c.optimizers->count("adagrad"), 1u) << hello;
     EXPECT_EQ(c.optimizers->at("adagrad").count("lr_decay"), 1u) << hello;
     EXPECT_NE(c.protocol_note.find("lbfgs"), std::string::npos) << c.protocol_note;
-    EXPECT_NE(c.protocol_note.find("\"protocol\": 5"), std::string::npos) << c.protocol_note;
+    EXPECT_NE(c.protocol_note.find("lbfgs (protocol 5)"), std::string::npos) << c.protocol_note;
     FeatureScope scope;
     exclude_unsupported(c, scope);
     EXPECT_FALSE(scope.allows("lbfgs")) << hello;
@@ -471,12 +472,37 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLbfgs) {
   }
   const Capabilities five = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 5})"));
   EXPECT_FALSE(five.optimizers);
-  EXPECT_TRUE(five.protocol_note.empty()) << five.protocol_note;
+  EXPECT_EQ(five.protocol_note.find("lbfgs"), std::string::npos) << five.protocol_note;
   const Capabilities listed = driver_capabilities(json::parse(
       R"({"name": "x", "version": "1", "protocol": 4, "supports": {"optimizers": {"lbfgs": ["lr", "max_iter"]}}})"));
   ASSERT_TRUE(listed.optimizers);
   EXPECT_EQ(listed.optimizers->count("lbfgs"), 1u);
   EXPECT_EQ(listed.protocol_note.find("lbfgs"), std::string::npos) << listed.protocol_note;
+}
+
+// Gradient clipping came with protocol 6 (SEMANTICS §18): a driver of protocol 5 or older that lists no features gets no
+// clip_grad_norm or clip_grad_value, and the note says how to get them; protocol 6, or a list naming them, gets them.
+TEST(Capabilities, DriversOfAnOlderProtocolGetNoClipping) {
+  using json = nlohmann::ordered_json;
+  const Capabilities five = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 5})"));
+  ASSERT_TRUE(five.features);
+  EXPECT_EQ(five.features->count("clip_grad_norm"), 0u);
+  EXPECT_EQ(five.features->count("clip_grad_value"), 0u);
+  EXPECT_EQ(five.features->count("closure"), 1u);
+  EXPECT_NE(five.protocol_note.find("clip_grad_norm (protocol 6)"), std::string::npos) << five.protocol_note;
+  EXPECT_NE(five.protocol_note.find("\"protocol\": 6"), std::string::npos) << five.protocol_note;
+  FeatureScope scope;
+  exclude_unsupported(five, scope);
+  EXPECT_FALSE(scope.allows("clip_grad_norm"));
+  EXPECT_FALSE(scope.allows("clip_grad_value"));
+  EXPECT_TRUE(scope.allows("closure"));
+  const Capabilities six = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 6})"));
+  EXPECT_FALSE(six.features);
+  EXPECT_TRUE(six.protocol_note.empty()) << six.protocol_note;
+  const Capabilities listed = driver_capabilities(
+      json::parse(R"({"name": "x", "version": "1", "protocol": 5, "supports": {"features": ["clip_grad_value"]}})"));
+  ASSERT_TRUE(listed.features);
+  EXPECT_EQ(*listed.features, (std::set<std::string>{"clip_grad_value"}));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // tools/mutants/action_mutants.cc: the mutants that change one action of impl's engine (mutants.h): zero_grad,
 // backward or the optimizer's construction, wrapped around ImplEngine's own and working on impl's tensors.
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -53,6 +55,59 @@ class ActionMutant : public ImplEngine {
           }
         return;
       default: return ImplEngine::zero_grad(set_to_none);
+    }
+  }
+
+  // SEM-18: impl's clipping with one thing changed.
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    switch (m_) {
+      case Mutant::ClipPerTensor: {
+        // The total as impl computes it (and fails as impl), the grads put back, then each clipped on its own.
+        std::vector<std::pair<impl::Tensor, std::vector<double>>> kept;
+        for (const std::string& name : params)
+          if (tensor_of(name).grad().defined()) kept.emplace_back(tensor_of(name).grad(), tensor_of(name).grad().to_values());
+        TensorValue total = ImplEngine::clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+        for (auto& [g, values] : kept)
+          for (size_t i = 0; i < values.size(); ++i) g.set_at(static_cast<int64_t>(i), values[i]);
+        for (const std::string& name : params) ImplEngine::clip_grad_norm({name}, max_norm, norm_type, false);
+        return total;
+      }
+      case Mutant::ClipUndefinedGradAsZero:
+        zero_undefined_grads(params);
+        return ImplEngine::clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+      case Mutant::ClipCoefficientUnclamped: {
+        TensorValue total = ImplEngine::clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+        const double ratio = max_norm / (total.data.at(0) + 1e-6);
+        if (std::isfinite(ratio) && ratio > 1)
+          for (const std::string& name : params) {
+            impl::Tensor g = tensor_of(name).grad();
+            if (!g.defined()) continue;
+            for (int64_t i = 0; i < g.numel(); ++i) g.set_at(i, g.at(i) * ratio);
+          }
+        return total;
+      }
+      case Mutant::ClipNonfiniteIgnored: return ImplEngine::clip_grad_norm(params, max_norm, norm_type, false);
+      case Mutant::ClipListedOnce: return ImplEngine::clip_grad_norm(once(params), max_norm, norm_type, error_if_nonfinite);
+      default: return ImplEngine::clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+    }
+  }
+
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    switch (m_) {
+      case Mutant::ClipUndefinedGradAsZero:
+        zero_undefined_grads(params);
+        return ImplEngine::clip_grad_value(params, clip_value);
+      case Mutant::ClipListedOnce: return ImplEngine::clip_grad_value(once(params), clip_value);
+      case Mutant::ClipValueOneSided:
+        for (const std::string& name : params) {
+          impl::Tensor g = tensor_of(name).grad();
+          if (!g.defined()) continue;
+          for (int64_t i = 0; i < g.numel(); ++i)
+            if (g.at(i) > clip_value) g.set_at(i, clip_value);
+        }
+        return;
+      default: return ImplEngine::clip_grad_value(params, clip_value);
     }
   }
 
@@ -228,6 +283,21 @@ class ActionMutant : public ImplEngine {
   }
 
  private:
+  // ClipUndefinedGradAsZero: every listed parameter without a grad gets a zero one first.
+  void zero_undefined_grads(const std::vector<std::string>& params) {
+    for (const std::string& name : params) {
+      impl::Tensor& p = tensor_of(name);
+      if (!p.grad().defined()) p.set_grad(impl::Tensor::zeros(p.dtype(), p.shape()));
+    }
+  }
+  // ClipListedOnce: the names without repeats, in first-listed order.
+  static std::vector<std::string> once(const std::vector<std::string>& params) {
+    std::vector<std::string> out;
+    for (const std::string& name : params)
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    return out;
+  }
+
   OptimizerOptions over_defaults(const OptimizerOptions& given) const {
     OptimizerOptions merged = defaults_;
     for (const std::string& name : all_option_names()) copy_if_set(any_option(name), given, merged);
@@ -264,6 +334,12 @@ std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_
     case Mutant::GroupOptionsInheritDefaults:
     case Mutant::StepRebindsParameter:
     case Mutant::ClosureCalledAfterUpdate:
+    case Mutant::ClipPerTensor:
+    case Mutant::ClipUndefinedGradAsZero:
+    case Mutant::ClipCoefficientUnclamped:
+    case Mutant::ClipNonfiniteIgnored:
+    case Mutant::ClipListedOnce:
+    case Mutant::ClipValueOneSided:
       return std::make_unique<ActionMutant>(m, zero_grad_default_none);
     default:
       return nullptr;

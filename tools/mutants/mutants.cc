@@ -74,6 +74,22 @@ const std::vector<MutantInfo>& mutant_catalogue() {
       {Mutant::ClosureCalledAfterUpdate, "closure_called_after_update",
        "step(closure) updates with the grads it finds, then calls the closure (whose grads wait for the next step)",
        "SEM-17.1"},
+      {Mutant::ClipPerTensor, "clip_per_tensor",
+       "clip_grad_norm scales each grad by its own norm's coefficient instead of the total norm's (it still returns the "
+       "total)", "SEM-18.2"},
+      {Mutant::ClipUndefinedGradAsZero, "clip_undefined_grad_as_zero",
+       "clip_grad_norm and clip_grad_value give a listed parameter whose grad is undefined a zero grad instead of "
+       "skipping it", "SEM-18.1"},
+      {Mutant::ClipCoefficientUnclamped, "clip_coefficient_unclamped",
+       "clip_grad_norm scales by max_norm / (total + 1e-6) even where that is above 1: grads under max_norm grow",
+       "SEM-18.2"},
+      {Mutant::ClipNonfiniteIgnored, "clip_nonfinite_ignored",
+       "clip_grad_norm ignores error_if_nonfinite: a non-finite total scales the grads instead of failing", "SEM-18.3"},
+      {Mutant::ClipListedOnce, "clip_listed_once",
+       "clip_grad_norm and clip_grad_value take the listed parameters as a set: a parameter listed twice is counted "
+       "and scaled once", "SEM-18.4"},
+      {Mutant::ClipValueOneSided, "clip_value_one_sided",
+       "clip_grad_value clamps from above only (min(g, clip_value)): large negative grads stay", "SEM-18.5"},
       {Mutant::SgdDampeningFirstStep, "sgd_dampening_first_step",
        "SGD's first momentum buffer is (1 - dampening) * d instead of a copy of d", "SEM-5.3"},
       {Mutant::SgdWeightDecayAfterMomentum, "sgd_weight_decay_after_momentum",

@@ -47,6 +47,13 @@ enum class Mutant : uint8_t {
   StepRebindsParameter,
   // a step's closure (SEM-17)
   ClosureCalledAfterUpdate,
+  // gradient clipping (SEM-18)
+  ClipPerTensor,
+  ClipUndefinedGradAsZero,
+  ClipCoefficientUnclamped,
+  ClipNonfiniteIgnored,
+  ClipListedOnce,
+  ClipValueOneSided,
   // SGD (SEM-5.3, SEM-5.4)
   SgdDampeningFirstStep,
   SgdWeightDecayAfterMomentum,
