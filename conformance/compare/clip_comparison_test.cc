@@ -104,6 +104,30 @@ TEST(ClipComparison, ADifferentRoundingIsAccepted) {
   EXPECT_EQ(first_difference(p, t, rounded), "");
 }
 
+// Float32 and float64 grads together: the float64 total is the norm of a float32 norm and a float64 one (SEM-18.1), so a
+// float32 norm rounded the other way (LibTorch against impl, found by 100,000 random programs) moves it by a float32 ULP.
+TEST(ClipComparison, MixedDtypesAreJudgedInFloat32Ulps) {
+  Program p = program_from_json(nlohmann::ordered_json::parse(R"({
+    "params": [{"name": "w", "dtype": "float64", "shape": [], "values": [0.0]},
+               {"name": "b", "dtype": "float32", "shape": [3], "values": [0.0, 0.0, 0.0]}],
+    "actions": [{"action": "forward", "loss": {"op": "mean", "args": [{"op": "param", "name": "b"}]}}, {"action": "backward"},
+                {"action": "forward", "loss": {"op": "param", "name": "w"}}, {"action": "backward"},
+                {"action": "clip_grad_norm", "params": ["w", "b"], "max_norm": 1.0}]})"));
+  validate(p);
+  const Trace t = trace_of(p);
+  ASSERT_EQ(t.records[4].returned->dtype, DType::Float64);
+  const double total = t.records[4].returned->data[0];
+  Trace other = t;  // b's float32 norm one float32 ULP higher
+  const double nb = std::nextafter(static_cast<float>(std::sqrt(total * total - 1)), 1.0f);
+  const double c = 1 / (std::sqrt(1 + nb * nb) + 1e-6);
+  other.records[4].returned->data[0] = std::sqrt(1 + nb * nb);
+  other.records[4].state.params[0].grad.value.data[0] = c;
+  EXPECT_EQ(first_difference(p, t, other), "");
+  Trace wrong = t;  // a thousand float32 ULPs off is not a rounding
+  wrong.records[4].returned->data[0] = total * (1 + 1000 * 6e-8);
+  EXPECT_EQ(first_difference(p, t, wrong), "returned");
+}
+
 // clip_budget: each side's clip in double at its own grads before; a grad listed twice is scaled twice.
 TEST(ClipComparison, TheBudgetIsEachSidesClipInDouble) {
   Record eb, ab, ea;

@@ -220,7 +220,7 @@ class Comparer {
           consider(std::fabs(ev) + std::fabs(carried));
           consider(av);
         }
-        unit = ulp(m, dtype);
+        unit = ulp(m, ctx_.clip_float32_norms && ctx_.clip_reduction_length > 0 ? DType::Float32 : dtype);
         // A float64 shift comes from a double evaluation that rounds like the engines: k more ULPs for it.
         if (carried != 0 && dtype == DType::Float64) k = 2 * allowed_ulps;
         allowed = k * unit;

@@ -103,6 +103,9 @@ struct CompareContext {
   // coefficient's two roundings. The total norm ("returned") is judged the same way.
   bool clip = false;
   int64_t clip_reduction_length = 0;
+  // A clip_grad_norm over float32 and float64 grads: the float64 total and every coefficient hang on float32 norms
+  // (SEM-18.1), so float64 values it produced are judged in float32 ULPs.
+  bool clip_float32_norms = false;
   // Step only: the parameters the step updates more than once, with the magnitudes they take on the way.
   const std::map<std::string, RepeatedUpdate>* repeated_update_peaks = nullptr;
   // When given, receives per optional field (optional_fields.h) how many observations were compared and how

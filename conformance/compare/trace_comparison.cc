@@ -324,8 +324,13 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
     case ActionKind::ClipGradValue:
       // SEMANTICS §18: the total norm is a reduction over the counted grads, and every scaled grad carries its
       // rounding (tolerance.h); each side's clip in double carries the inputs' deviation.
-      if (action.kind == ActionKind::ClipGradNorm)
+      if (action.kind == ActionKind::ClipGradNorm) {
         ctx.clip_reduction_length = clip_reduction_length(action, expected_previous_.state);
+        for (const std::string& name : action.params) {
+          const ParamObservation* q = expected_previous_.state.param(name);
+          ctx.clip_float32_norms = ctx.clip_float32_norms || (q && q->grad.defined && q->grad.value.dtype == DType::Float32);
+        }
+      }
       ctx.clip = true;
       if (carry) budget = clip_budget(action, expected_previous_, actual_previous_, expected);
       break;

@@ -126,7 +126,8 @@ class Hello(unittest.TestCase):
         self.assertEqual(kit.hello(fw, 3)["protocol"], 3)
         self.assertEqual(kit.hello(fw, 4)["protocol"], 4)
         self.assertEqual(kit.hello(fw, 5)["protocol"], 5)
-        self.assertEqual(kit.hello(fw, 7)["protocol"], 5)
+        self.assertEqual(kit.hello(fw, 6)["protocol"], 6)
+        self.assertEqual(kit.hello(fw, 7)["protocol"], 6)
 
     def test_supports_computed_from_the_class(self):
         s = kit.hello(tiny.Tiny())["supports"]
@@ -135,7 +136,7 @@ class Hello(unittest.TestCase):
         self.assertEqual(s["optimizers"], {"sgd": ["lr", "momentum"]})
         for f in ("retain_graph", "explicit_gradient", "no_grad", "zero_grad", "set_to_none", "hold_grad"):
             self.assertIn(f, s["features"])
-        for f in ("create_graph", "add_param_group", "closure"):  # lacked; no add_param_group or step_with_closure
+        for f in ("create_graph", "add_param_group", "closure", "clip_grad_norm", "clip_grad_value"):  # lacked or no method
             self.assertNotIn(f, s["features"])
 
     def test_lbfgs_needs_step_with_closure(self):  # PROTOCOL §2a, protocol 5; SEMANTICS §16.2
@@ -156,6 +157,17 @@ class Hello(unittest.TestCase):
         class Declares(Every):  # an explicit declaration is held to the same need
             optimizers = {"sgd": ["lr"], "lbfgs": ["lr"]}
         self.assertEqual(kit.hello(Declares())["supports"]["optimizers"], {"sgd": ["lr"]})
+
+    def test_clipping_needs_its_methods(self):  # PROTOCOL §4 "Gradient clipping", protocol 6; SEMANTICS §18
+        class Clips(kit.Framework):
+            name = "clips"
+            def clip_grad_value(self, params, clip_value): pass
+        features = kit.hello(Clips())["supports"]["features"]
+        self.assertIn("clip_grad_value", features)
+        self.assertNotIn("clip_grad_norm", features)
+        program = {"params": [param("w", [1.0])],
+                   "actions": [{"action": "clip_grad_norm", "params": ["w"], "max_norm": 1.0}]}
+        self.assertEqual(kit.run_program(Clips(), program), {"unsupported": "clip_grad_norm"})
 
     def test_a_framework_without_optimizer(self):
         class Bare(kit.Framework):
