@@ -16,10 +16,19 @@ double round_to(DType dtype, double x) { return dtype == DType::Float32 ? static
 // The norm_type-norm of `values` in `dtype` (SEM-18.1): 1: sum |x|; 2: sqrt(sum x^2); +inf: max |x|. NaN anywhere
 // gives NaN. Each square rounds to the dtype (a float32 element of 1e-23 adds 0, one of 1e20 makes the norm inf); the
 // sum is kept in double and rounded once, as are the root and the result.
-double norm_of(const std::vector<double>& values, double norm_type, DType dtype) {
-  double acc = 0;
+// With NormSquares::Scaled (2.x) the 2-norm is max |x| * sqrt(sum (x / max |x|)^2): no square leaves the range.
+double norm_of(const std::vector<double>& values, double norm_type, DType dtype, NormSquares squares) {
+  double acc = 0, largest = 0;
   for (double x : values) {
     if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
+    largest = std::max(largest, std::fabs(x));
+  }
+  if (norm_type == 2 && squares == NormSquares::Scaled) {
+    if (largest == 0 || std::isinf(largest)) return largest;
+    for (double x : values) acc += (x / largest) * (x / largest);
+    return round_to(dtype, largest * std::sqrt(acc));
+  }
+  for (double x : values) {
     const double a = std::fabs(x);
     if (norm_type == 1) acc += a;
     else if (norm_type == 2) acc += round_to(dtype, a * a);
@@ -39,7 +48,8 @@ std::vector<Tensor> defined_grads(const std::vector<Tensor>& params) {
 
 }  // namespace
 
-Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite,
+                       NormSquares squares) {
   const std::vector<Tensor> grads = defined_grads(params);
   if (grads.empty()) return Tensor::scalar(DType::Float32, 0);  // SEM-18.1: no defined grad, 0
 
@@ -47,10 +57,10 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   DType total_dtype = DType::Float32;
   std::vector<double> norms;
   for (const Tensor& g : grads) {
-    norms.push_back(norm_of(g.to_values(), norm_type, g.dtype()));
+    norms.push_back(norm_of(g.to_values(), norm_type, g.dtype(), squares));
     if (g.dtype() == DType::Float64) total_dtype = DType::Float64;
   }
-  const double total = norm_of(norms, norm_type, total_dtype);
+  const double total = norm_of(norms, norm_type, total_dtype, squares);
 
   // SEM-18.3: a non-finite total fails before anything changes, if asked.
   if (error_if_nonfinite && !std::isfinite(total))

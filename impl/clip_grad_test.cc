@@ -86,6 +86,15 @@ TEST(ClipGradNorm, Sem18_1_Float32SquaresOverflowAndUnderflow) {
   EXPECT_EQ(clip_grad_norm_({d}, kInf).at(0), 1e20);
 }
 
+TEST(ClipGradNorm, Sem18_1_ScaledSquaresNeitherOverflowNorUnderflow) {  // the 2.x rule
+  Tensor big = make_param({0}, DType::Float32), tiny = make_param({0, 0});
+  set_grad(big, {1e20});
+  EXPECT_EQ(clip_grad_norm_({big}, kInf, 2.0, false, NormSquares::Scaled).at(0), static_cast<double>(1e20f));
+  set_grad(tiny, {3e-310, 4e-310});
+  EXPECT_DOUBLE_EQ(clip_grad_norm_({tiny}, kInf, 2.0, false, NormSquares::Scaled).at(0), 5e-310);
+  EXPECT_EQ(clip_grad_norm_({tiny}, kInf, 2.0, false, NormSquares::InDtype).at(0), 0);  // 1.x: the squares underflow
+}
+
 TEST(ClipGradNorm, Sem18_1_MixedDtypesGiveAFloat64Total) {
   Tensor f = make_param({0}, DType::Float32), d = make_param({0});
   set_grad(f, {3});

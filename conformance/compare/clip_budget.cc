@@ -132,8 +132,15 @@ ErrorBudget clip_budget(const Action& a, const Record& expected_before, const Re
   // listings that reach it by name (a grad: its parameter's; a handle: its parameter's where it holds that grad).
   auto carry = [&](const std::string& field, const std::vector<double>& e0, const std::vector<double>& a0,
                    const std::vector<double>& e1, int times) {
+    // The oracle failed (nonfinite_norm): nothing changed on its side, the deviation stays.
+    if (expected_after.error) {
+      b.fields[field] = shift(a0, e0);
+      return;
+    }
     if (ce) {
-      const int k = times_scaled(e0, e1, ce->coefficient, listed).value_or(times);
+      // Where the values cannot tell (a coefficient of 0, 1 or not finite), the listings by name; a tensor the oracle
+      // left as it was, none.
+      const int k = times_scaled(e0, e1, ce->coefficient, listed).value_or(e0 == e1 ? 0 : times);
       b.fields[field] = shift(scaled(a0, ca->coefficient, k), scaled(e0, ce->coefficient, k));
     } else {
       const bool clamps = times > 0 || !(e0 == e1);  // listed, or changed with a listed grad (SEM-3.7)

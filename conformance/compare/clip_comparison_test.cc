@@ -82,7 +82,7 @@ TEST(ClipComparison, WrongClipsAreRejected) {
   Trace handle = t;
   handle.records[3].state.handles[0].value = t.records[2].state.handles[0].value;
   EXPECT_EQ(first_difference(p, t, handle), "handle h → value[0]");
-  // clip_grad_value clamping from above only leaves nothing to see here (both grads are positive); one off by 1e-3 is.
+  // A clamped value a thousand ULPs off.
   Trace clamp = t;
   clamp.records[4].state.params[1].grad.value.data[0] = next_float(0.5, 1000);
   EXPECT_EQ(first_difference(p, t, clamp), "b → grad[0]");

@@ -158,6 +158,7 @@ class Comparer {
       return;
     }
     const DType dtype = expected.dtype;
+    const bool clipped = ctx_.clip_fields.count(prefix) > 0;  // SEMANTICS §18.7
     const bool has_previous = previous && previous->shape == expected.shape &&
                               previous->data.size() == expected.data.size();
     const bool has_extra = extra && extra->size() == expected.data.size();
@@ -205,7 +206,7 @@ class Comparer {
         auto consider = [&m](double x) {
           if (std::isfinite(x)) m = std::max(m, std::fabs(x));
         };
-        if (has_previous) {
+        if (has_previous && !clipped) {
           consider(previous->data[i]);
           consider(ev - previous->data[i]);
         }
@@ -220,7 +221,7 @@ class Comparer {
           consider(std::fabs(ev) + std::fabs(carried));
           consider(av);
         }
-        unit = ulp(m, ctx_.clip_float32_norms && ctx_.clip_reduction_length > 0 ? DType::Float32 : dtype);
+        unit = ulp(m, clipped && ctx_.clip_float32_norms ? DType::Float32 : dtype);
         // A float64 shift comes from a double evaluation that rounds like the engines: k more ULPs for it.
         if (carried != 0 && dtype == DType::Float64) k = 2 * allowed_ulps;
         allowed = k * unit;
@@ -232,9 +233,12 @@ class Comparer {
         // of non-zero operands may have either sign. Where the exact scale is known it decides: a grad's scale may be
         // 0 (w * 0) while the factor that gave the zero its sign was computed (tolerance.h, OperandScales).
         const bool exact_known = has_extra && exact_zero && exact_zero->size() == expected.data.size();
-        // A clip's zero keeps its input's sign, judged where that input was produced (CompareContext::clip).
+        // A clip's zero keeps its input's sign (CompareContext::clip_fields): defined where both inputs were zeros of
+        // one sign.
         const bool zero_operands =
-            !ctx_.clip && (exact_known ? (*exact_zero)[i] && (!has_previous || previous->data[i] == 0) : m == 0);
+            clipped ? has_actual_previous && previous->data[i] == 0 && actual_previous->data[i] == 0 &&
+                          std::signbit(previous->data[i]) == std::signbit(actual_previous->data[i])
+                    : exact_known ? (*exact_zero)[i] && (!has_previous || previous->data[i] == 0) : m == 0;
         if (!bad && ev == 0 && av == 0 && zero_operands && carried == 0 && std::signbit(ev) != std::signbit(av)) {
           bad = true;
           rule = "the sign of zero must match";
@@ -413,10 +417,11 @@ class Comparer {
     return it == ctx_.scales->grad_exact_zero.end() ? nullptr : &it->second;
   }
 
-  double k_for(Quantity q) const {
+  // `prefix`: the field, for a clip's (CompareContext::clip_fields).
+  double k_for(Quantity q, const std::string& prefix = "") const {
     double k = ctx_.tolerance.k(q);
-    // SEMANTICS §18: a clip_grad_norm's total norm and the grads it scaled hang on a reduction over the counted grads.
-    if (ctx_.clip && ctx_.clip_reduction_length > 0 && (q == Quantity::Grad || q == Quantity::Handle))
+    // SEMANTICS §18.7: a clip_grad_norm's total norm and the grads it scaled hang on a reduction over the counted grads.
+    if (ctx_.clip_reduction_length > 0 && ctx_.clip_fields.count(prefix))
       return k * (reduction_factor(ctx_.clip_reduction_length) + 2);
     const bool produced_by_autograd =
         (q == Quantity::Output && is_action("forward")) ||
@@ -542,12 +547,11 @@ class Comparer {
       if (e.grad.same_as_previous != a.grad.same_as_previous)
         structure(n + " → grad.same_as_previous", bool_text(e.grad.same_as_previous),
                   bool_text(a.grad.same_as_previous));
-      // A clip scales or clamps the grad: its rounding is relative to the new value (CompareContext::clip).
-      const TensorValue* prev_grad = before && before->grad.defined && !ctx_.clip ? &before->grad.value : nullptr;
+      const TensorValue* prev_grad = before && before->grad.defined ? &before->grad.value : nullptr;
       const TensorValue* actual_prev_grad =
-          actual_before && actual_before->grad.defined && !ctx_.clip ? &actual_before->grad.value : nullptr;
+          actual_before && actual_before->grad.defined ? &actual_before->grad.value : nullptr;
       compare_tensor(n + " → grad", Quantity::Grad, e.grad.value, a.grad.value, prev_grad, actual_prev_grad,
-                     grad_scale(n), k_for(Quantity::Grad));
+                     grad_scale(n), k_for(Quantity::Grad, n + " → grad"));
     }
 
     // Optimizer state (SEMANTICS §5.3, §6.2).
@@ -630,9 +634,8 @@ class Comparer {
       if (it != ctx_.handle_param.end()) extra = grad_scale(it->second);
       const HandleObservation* actual_before =
           ctx_.actual_previous ? ctx_.actual_previous->state.handle(e.name) : nullptr;
-      const TensorValue* previous = before && before->defined && !ctx_.clip ? &before->value : nullptr;
-      const TensorValue* actual_previous =
-          actual_before && actual_before->defined && !ctx_.clip ? &actual_before->value : nullptr;
+      const TensorValue* previous = before && before->defined ? &before->value : nullptr;
+      const TensorValue* actual_previous = actual_before && actual_before->defined ? &actual_before->value : nullptr;
       // hold_grad takes a handle to the grad as it is: its operand is that grad (produced earlier).
       if (is_action("hold_grad") && it != ctx_.handle_param.end() && !(previous && *previous == e.value)) {
         const ParamObservation* p = previous_param(it->second);
@@ -641,7 +644,7 @@ class Comparer {
         actual_previous = ap && ap->grad.defined ? &ap->grad.value : nullptr;
       }
       compare_tensor(prefix + " → value", Quantity::Handle, e.value, a->value, previous, actual_previous, extra,
-                     k_for(Quantity::Handle));
+                     k_for(Quantity::Handle, prefix + " → value"));
     }
     for (const HandleObservation& a : a_.state.handles)
       if (!e_.state.handle(a.name)) structure("handle " + a.name, "missing", "present");
@@ -730,7 +733,7 @@ class Comparer {
     }
     if (!e_.returned) return;
     compare_tensor("returned", Quantity::Grad, *e_.returned, *a_.returned, nullptr, nullptr, nullptr,
-                   k_for(Quantity::Grad));
+                   k_for(Quantity::Grad, "returned"));
   }
 
   void compare_output() {

@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,14 +98,16 @@ struct CompareContext {
     std::vector<double> magnitude, bound;
   };
   const std::map<std::string, Moved>* moved = nullptr;
-  // clip_grad_norm and clip_grad_value (SEMANTICS §18): the grads and handles the clip changed are judged at their own
-  // new magnitude, not at the value before (a scaled grad's rounding is relative to its result), and for
-  // clip_grad_norm with k * (r(n) + 2): n the longest reduction behind the total norm (clip_budget.h), plus the
-  // coefficient's two roundings. The total norm ("returned") is judged the same way.
-  bool clip = false;
+  // clip_grad_norm and clip_grad_value (SEMANTICS §18.7): the fields the clip produced ("returned", "w → grad" of a
+  // listed or changed grad, "handle h → value" of a handle aliasing one) are judged at their own new magnitude, not at
+  // the value before (a scaled grad's rounding is relative to its result), and for clip_grad_norm with
+  // k * (r(n) + 2): n the longest reduction behind the total norm (clip_reduction_length, error_budget.h), plus the
+  // coefficient's two roundings. A zero among them keeps its input's sign: the sign must match where both sides' inputs
+  // were zeros of one sign.
+  std::set<std::string> clip_fields;
   int64_t clip_reduction_length = 0;
-  // A clip_grad_norm over float32 and float64 grads: the float64 total and every coefficient hang on float32 norms
-  // (SEM-18.1), so float64 values it produced are judged in float32 ULPs.
+  // A clip_grad_norm over float32 and float64 grads together: the float64 total and coefficient hang on float32 norms
+  // (SEM-18.1), so the float64 clip fields are judged in float32 ULPs.
   bool clip_float32_norms = false;
   // Step only: the parameters the step updates more than once, with the magnitudes they take on the way.
   const std::map<std::string, RepeatedUpdate>* repeated_update_peaks = nullptr;

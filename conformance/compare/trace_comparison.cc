@@ -2,6 +2,7 @@
 #include "conformance/compare/trace_comparison.h"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -234,6 +235,29 @@ bool same_tensor_seen_earlier(const ReturnedSource& expected, const ReturnedSour
   return false;
 }
 
+// SEMANTICS §18.7: the fields a clip produced: its total, every grad it lists or changed (a 0-d grad sharing storage
+// with a listed one), every handle that changed or holds a listed grad.
+std::set<std::string> clip_fields(const Action& action, const EngineState& before, const EngineState& after) {
+  std::set<std::string> fields = {"returned"};
+  auto listed = [&](const std::string& name) {
+    return std::find(action.params.begin(), action.params.end(), name) != action.params.end();
+  };
+  for (const ParamObservation& p : after.params) {
+    const ParamObservation* b = before.param(p.name);
+    if (!b || !b->grad.defined || !p.grad.defined) continue;
+    if (listed(p.name) || !(b->grad.value == p.grad.value)) fields.insert(p.name + " → grad");
+  }
+  for (const HandleObservation& h : after.handles) {
+    const HandleObservation* b = before.handle(h.name);
+    if (!b || !b->defined || !h.defined) continue;
+    bool holds_listed = false;
+    for (const ParamObservation& p : before.params)
+      holds_listed = holds_listed || (listed(p.name) && p.grad.defined && p.grad.value == b->value);
+    if (holds_listed || !(b->value == h.value)) fields.insert("handle " + h.name + " → value");
+  }
+  return fields;
+}
+
 }  // namespace
 
 std::vector<Difference> TraceComparison::compare_action(size_t index, Record expected, Record actual,
@@ -326,12 +350,15 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       // rounding (tolerance.h); each side's clip in double carries the inputs' deviation.
       if (action.kind == ActionKind::ClipGradNorm) {
         ctx.clip_reduction_length = clip_reduction_length(action, expected_previous_.state);
+        bool float32 = false, float64 = false;
         for (const std::string& name : action.params) {
           const ParamObservation* q = expected_previous_.state.param(name);
-          ctx.clip_float32_norms = ctx.clip_float32_norms || (q && q->grad.defined && q->grad.value.dtype == DType::Float32);
+          if (!q || !q->grad.defined) continue;
+          (q->grad.value.dtype == DType::Float32 ? float32 : float64) = true;
         }
+        ctx.clip_float32_norms = float32 && float64;
       }
-      ctx.clip = true;
+      ctx.clip_fields = clip_fields(action, expected_previous_.state, expected.state);
       if (carry) budget = clip_budget(action, expected_previous_, actual_previous_, expected);
       break;
     case ActionKind::HoldGrad:

@@ -180,7 +180,7 @@ TEST(Generators, CoversEveryOpActionAndOption) {
   }
   for (int op = static_cast<int>(Op::Param); op <= static_cast<int>(Op::Embedding); ++op)
     EXPECT_GT(ops[static_cast<Op>(op)], 0) << op_name(static_cast<Op>(op));
-  for (int k = static_cast<int>(ActionKind::Forward); k <= static_cast<int>(ActionKind::AddParamGroup); ++k)
+  for (int k = static_cast<int>(ActionKind::Forward); k <= static_cast<int>(ActionKind::ClipGradValue); ++k)
     EXPECT_GT(actions[static_cast<ActionKind>(k)], 0) << action_name(static_cast<ActionKind>(k));
   for (const char* f :
        {"no_grad", "retain_graph", "retain_graph=false", "create_graph", "gradient", "nonscalar gradient",

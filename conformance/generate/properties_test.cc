@@ -342,6 +342,13 @@ class PlantedBugEngine : public Engine {
     if (changes.momentum && *changes.momentum > 0) momentum_ = true;
   }
   void add_param_group(const ParamGroupSpec& group) override { inner_->add_param_group(group); }
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    return inner_->clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+  }
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    inner_->clip_grad_value(params, clip_value);
+  }
   EngineState observe() override { return inner_->observe(); }
   void synchronise(const EngineState& target) override { inner_->synchronise(target); }
 

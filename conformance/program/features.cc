@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "conformance/program/glob.h"
 #include "conformance/program/optimizer_descriptions.h"
@@ -52,6 +53,9 @@ std::vector<FeatureInfo> make_features() {
       {"duplicate_param_in_group", "situation", "a parameter listed twice in one group (SEM-7.4)"},
       {"param_in_two_groups", "situation", "a parameter in two groups (SEM-7.4)"},
       {"empty_param_list", "situation", "an optimizer constructed from an empty parameter list (SEM-7.2)"},
+      {"clip_value_without_grads", "situation",
+       "clip_grad_value over parameters none of which a backward has reached since their grads were last set to none "
+       "(SEM-18.5)"},
       {"amsgrad_change", "situation", "set_options switches amsgrad of a group (SEM-7.5)"},
       {"adam_beta1_one", "situation",
        "beta1 = 1 in a group's options or an option change, which no one validates: bias correction 1 - beta1^t is 0 (SEM-6.1)"},
@@ -180,16 +184,26 @@ std::set<std::string> program_features(const Program& program) {
 
   bool freed = false;    // the held output was backpropagated without retaining its graph
   bool stepped = false;  // a step ran since the held output's forward
+  const Expr* held = nullptr;    // the held output's loss (null under no_grad)
+  std::set<std::string> reached;  // parameters a backward reached since their grads were last set to none
+  std::set<std::string> grouped;  // parameters in the optimizer's groups (zero_grad's reach)
+  if (program.optimizer)
+    for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
   // The actions in the order they run; a step's closure before the step's update (SEM-17.1), once.
   std::function<void(const Action&)> scan_action = [&](const Action& a) {
     switch (a.kind) {
       case ActionKind::Forward:
         if (a.loss) scan(*a.loss);
         if (a.no_grad) f.insert("no_grad");
+        held = a.no_grad ? nullptr : a.loss ? a.loss.get() : program.loss.get();
         freed = false;
         stepped = false;
         break;
       case ActionKind::Backward:
+        if (held)
+          walk_expr(*held, [&](const Expr& n) {
+            if (n.op == Op::Param) reached.insert(n.name);
+          });
         if (freed) f.insert("backward_after_freed");
         if (stepped) f.insert("backward_after_step");
         freed = !a.retain_graph.value_or(a.create_graph);
@@ -203,8 +217,14 @@ std::set<std::string> program_features(const Program& program) {
       case ActionKind::ZeroGrad:
         if (!a.set_to_none) f.insert("zero_grad_default");
         else f.insert(*a.set_to_none ? "set_to_none" : "zero_grad");
+        // 2.x's default sets to none (SEM-12.1): taken as clearing, so that the situation holds on every version.
+        if (program.optimizer && a.set_to_none.value_or(true))
+          for (const std::string& n : grouped) reached.erase(n);
         break;
-      case ActionKind::SetGradNone: f.insert("set_grad_none"); break;
+      case ActionKind::SetGradNone:
+        f.insert("set_grad_none");
+        reached.erase(a.param);
+        break;
       case ActionKind::HoldGrad: f.insert("hold_grad"); break;
       case ActionKind::Step:
         if (a.closure) {
@@ -224,16 +244,21 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::AddParamGroup:
         f.insert("add_param_group");
+        grouped.insert(a.new_group.params.begin(), a.new_group.params.end());
         if (program.optimizer) scan_group(a.new_group, *program.optimizer);
         break;
       case ActionKind::ClipGradNorm:
         f.insert("clip_grad_norm");
         if (!std::isfinite(a.max_norm)) f.insert("special_values");
         break;
-      case ActionKind::ClipGradValue:
+      case ActionKind::ClipGradValue: {
         f.insert("clip_grad_value");
+        bool any = false;
+        for (const std::string& name : a.params) any = any || reached.count(name) > 0;
+        if (!any) f.insert("clip_value_without_grads");
         if (!std::isfinite(a.clip_value)) f.insert("special_values");
         break;
+      }
     }
   };
   for (const Action& a : program.actions) scan_action(a);

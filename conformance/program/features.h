@@ -14,6 +14,7 @@
 //              add_param_group, set_options,
 //              special_values, invalid_options
 //   situation  group_options_partial, duplicate_param_in_group, param_in_two_groups, empty_param_list,
+//              clip_value_without_grads,
 //              amsgrad_change, adam_beta1_one, backward_after_freed, backward_after_step, and an optimizer's own
 //              (its description's `situations`: lbfgs_group_max_eval_replaced, ...): constellations where
 //              frameworks legitimately differ (API profiles)

@@ -100,6 +100,28 @@ Features of_defaults(OptimizerKind kind, OptimizerOptions defaults) {
   return program_features(with_optimizer(kind, std::move(defaults)));
 }
 
+// SEMANTICS §18.5: a clip_grad_value that no listed grad can reach, statically (the PyTorch 2.x finding's situation).
+TEST(Features, ClipValueWithoutGrads) {
+  Program p;
+  p.params.push_back({"w", DType::Float32, {1}, {1}});
+  p.params.push_back({"u", DType::Float32, {1}, {1}});
+  p.loss = sum(param("w"));
+  Action clip = Action::of(ActionKind::ClipGradValue);
+  clip.params = {"w"};
+  p.actions = {clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);  // before any backward
+  p.actions = {Action::forward(), Action::backward(), clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 0u);
+  clip.params = {"u"};  // a parameter the loss does not reach
+  p.actions = {Action::forward(), Action::backward(), clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
+  Action none = Action::of(ActionKind::SetGradNone);
+  none.param = "w";
+  clip.params = {"w", "u"};
+  p.actions = {Action::forward(), Action::backward(), none, clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
+}
+
 TEST(Features, VocabularyIsComplete) {
   const std::vector<FeatureInfo>& all = all_features();
   std::set<std::string> names;
@@ -115,7 +137,7 @@ TEST(Features, VocabularyIsComplete) {
   EXPECT_EQ(per_category["optimizer"], 6);
   EXPECT_EQ(per_category["option"], 33);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5, L-BFGS 7
   EXPECT_EQ(per_category["feature"], 17);  // closure came with SEMANTICS §17
-  EXPECT_EQ(per_category["situation"], 11);  // 8, and L-BFGS's three (its description's `situations`)
+  EXPECT_EQ(per_category["situation"], 12);  // 9 (clip_value_without_grads, SEM-18.5), and L-BFGS's three
   // Every op but param and const (program.h).
   for (int i = static_cast<int>(Op::Param); i <= static_cast<int>(Op::Embedding); ++i) {
     const Op op = static_cast<Op>(i);

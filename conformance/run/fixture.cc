@@ -90,6 +90,7 @@ const std::vector<FeatureTagInfo> kStructureTags = {
     {"gradient_fed", "gradients given directly: a forward of a bare parameter, then backward(gradient)"},
     {"hold_grad", "a handle to a grad is held and observed (SEM-3.2, SEM-4.1, SEM-4.2)"},
     {"closure", "a step with a closure: the step runs its actions and returns its loss (SEM-17)"},
+    {"clipping", "clip_grad_norm or clip_grad_value between backward and step (SEM-18)"},
     {"no_grad", "a forward under no_grad (SEM-2.3)"},
     {"weight_tying", "a parameter used more than once in one loss (SEM-2.6)"},
     {"errors", "an action (or the setup) fails; the error kind is part of the trace (SEM-8)"},

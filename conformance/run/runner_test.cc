@@ -35,6 +35,13 @@ class StepDoesNothing : public Engine {
   std::optional<TensorValue> step_with_closure(StepClosure& closure) override { return closure.call(); }
   void set_group_options(int group, const OptimizerOptions& changes) override { inner_->set_group_options(group, changes); }
   void add_param_group(const ParamGroupSpec& group) override { inner_->add_param_group(group); }
+  TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    return inner_->clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+  }
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    inner_->clip_grad_value(params, clip_value);
+  }
   EngineState observe() override { return inner_->observe(); }
   void synchronise(const EngineState& target) override { inner_->synchronise(target); }
 

@@ -32,6 +32,14 @@ class TinyEngine : public lockstep::Engine {
     framework_->set_group_options(group, changes);
   }
   void add_param_group(const lockstep::ParamGroupSpec& group) override { framework_->add_param_group(group); }
+  // Gradient clipping (SEMANTICS §18): the framework's own.
+  lockstep::TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
+                             bool error_if_nonfinite) override {
+    return framework_->clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite);
+  }
+  void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
+    framework_->clip_grad_value(params, clip_value);
+  }
   lockstep::EngineState observe() override { return framework_->observe(); }
   void synchronise(const lockstep::EngineState& target) override { framework_->synchronise(target); }
 

@@ -94,7 +94,7 @@ import sys
 
 KINDS = ("invalid_option", "backward_through_freed_graph", "no_grad_fn", "nonscalar_backward", "non_leaf_parameter",
          "duplicate_parameter", "inplace_modified", "gradient_shape", "no_optimizer", "no_output", "no_such_group",
-         "other")
+         "nonfinite_norm", "other")
 
 
 class EngineError(Exception):
