@@ -16,19 +16,12 @@ double round_to(DType dtype, double x) { return dtype == DType::Float32 ? static
 // The norm_type-norm of `values` in `dtype` (SEM-18.1): 1: sum |x|; 2: sqrt(sum x^2); +inf: max |x|. NaN anywhere
 // gives NaN. Each square rounds to the dtype (a float32 element of 1e-23 adds 0, one of 1e20 makes the norm inf); the
 // sum is kept in double and rounded once, as are the root and the result.
-// With NormSquares::Scaled (2.x) the 2-norm is max |x| * sqrt(sum (x / max |x|)^2): no square leaves the range.
+// With NormSquares::InDtypeButOneElementExact (2.x) the norm of one element is its absolute value.
 double norm_of(const std::vector<double>& values, double norm_type, DType dtype, NormSquares squares) {
-  double acc = 0, largest = 0;
+  if (squares == NormSquares::InDtypeButOneElementExact && values.size() == 1) return std::fabs(values[0]);
+  double acc = 0;
   for (double x : values) {
     if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
-    largest = std::max(largest, std::fabs(x));
-  }
-  if (norm_type == 2 && squares == NormSquares::Scaled) {
-    if (largest == 0 || std::isinf(largest)) return largest;
-    for (double x : values) acc += (x / largest) * (x / largest);
-    return round_to(dtype, largest * std::sqrt(acc));
-  }
-  for (double x : values) {
     const double a = std::fabs(x);
     if (norm_type == 1) acc += a;
     else if (norm_type == 2) acc += round_to(dtype, a * a);

@@ -18,10 +18,10 @@
 
 namespace lockstep::impl {
 
-// How a 2-norm is computed (SEM-18.1), where PyTorch versions differ: 1.x squares each element in the tensor's dtype
-// (a float32 element of 1e20 makes the norm inf, one of 1e-23 adds nothing); 2.x neither overflows nor underflows
-// (the norm of [1e20] is 1e20, of [1e-310] 1e-310).
-enum class NormSquares { InDtype, Scaled };
+// How a 2-norm is computed (SEM-18.1): each element squared in the tensor's dtype (a float32 element of 1e20 makes the
+// norm inf, one of 1e-23 adds nothing), in both versions; but 2.x takes the norm of a one-element tensor as its
+// absolute value (the norm of [1e20] is 1e20, of [1e-310] 1e-310, while [1e20, 1] gives inf as in 1.x).
+enum class NormSquares { InDtype, InDtypeButOneElementExact };
 
 // Scales every counted grad by min(1, max_norm / (total + 1e-6)) and returns the total norm (SEM-18.1, 18.2): the
 // norm_type-norm (1, 2 or +inf) of the grads' norms, a 0-d tensor, float64 when a counted grad is float64, else

@@ -86,13 +86,22 @@ TEST(ClipGradNorm, Sem18_1_Float32SquaresOverflowAndUnderflow) {
   EXPECT_EQ(clip_grad_norm_({d}, kInf).at(0), 1e20);
 }
 
-TEST(ClipGradNorm, Sem18_1_ScaledSquaresNeitherOverflowNorUnderflow) {  // the 2.x rule
-  Tensor big = make_param({0}, DType::Float32), tiny = make_param({0, 0});
+TEST(ClipGradNorm, Sem18_1_OneElementExactIn2x) {  // black-box, LibTorch 2.6 against 1.13
+  const NormSquares v2 = NormSquares::InDtypeButOneElementExact;
+  Tensor big = make_param({0}, DType::Float32), two = make_param({0, 0}, DType::Float32);
   set_grad(big, {1e20});
-  EXPECT_EQ(clip_grad_norm_({big}, kInf, 2.0, false, NormSquares::Scaled).at(0), static_cast<double>(1e20f));
-  set_grad(tiny, {3e-310, 4e-310});
-  EXPECT_DOUBLE_EQ(clip_grad_norm_({tiny}, kInf, 2.0, false, NormSquares::Scaled).at(0), 5e-310);
-  EXPECT_EQ(clip_grad_norm_({tiny}, kInf, 2.0, false, NormSquares::InDtype).at(0), 0);  // 1.x: the squares underflow
+  EXPECT_EQ(clip_grad_norm_({big}, kInf, 2.0, false, v2).at(0), static_cast<double>(1e20f));
+  EXPECT_EQ(clip_grad_norm_({big}, kInf, 2.0, false, NormSquares::InDtype).at(0), kInf);
+  set_grad(two, {1e20, 1});  // two elements: squared in float32 in 2.x too
+  EXPECT_EQ(clip_grad_norm_({two}, kInf, 2.0, false, v2).at(0), kInf);
+  Tensor tiny = make_param({0});
+  set_grad(tiny, {1e-310});
+  EXPECT_EQ(clip_grad_norm_({tiny}, kInf, 2.0, false, v2).at(0), 1e-310);
+  EXPECT_EQ(clip_grad_norm_({tiny}, kInf, 2.0, false, NormSquares::InDtype).at(0), 0);  // 1.x: the square underflows
+  Tensor a = make_param({0}, DType::Float32), b = make_param({0}, DType::Float32);  // the norm of two norms: squared
+  set_grad(a, {3e19});
+  set_grad(b, {4e19});
+  EXPECT_EQ(clip_grad_norm_({a, b}, kInf, 2.0, false, v2).at(0), kInf);
 }
 
 TEST(ClipGradNorm, Sem18_1_MixedDtypesGiveAFloat64Total) {

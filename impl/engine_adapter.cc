@@ -350,7 +350,8 @@ TensorValue ImplEngine::clip_grad_norm(const std::vector<std::string>& params, d
     std::vector<impl::Tensor> tensors;
     for (const std::string& name : params) tensors.push_back(tensor_of(name));
     // SEM-18.1: how a 2-norm squares its elements depends on the version followed.
-    const impl::NormSquares squares = follows_.major >= 2 ? impl::NormSquares::Scaled : impl::NormSquares::InDtype;
+    const impl::NormSquares squares =
+        follows_.major >= 2 ? impl::NormSquares::InDtypeButOneElementExact : impl::NormSquares::InDtype;
     impl::Tensor total = impl::clip_grad_norm_(tensors, max_norm, norm_type, error_if_nonfinite, squares);
     TensorValue out;
     out.dtype = from_impl(total.dtype());

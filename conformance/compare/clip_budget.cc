@@ -83,16 +83,7 @@ std::vector<double> clamped(const std::vector<double>& x, double clip_value) {
   return out;
 }
 
-// a - b per element, 0 where not finite or the sizes differ.
-std::vector<double> shift(const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> d(a.size(), 0.0);
-  if (a.size() != b.size()) return d;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double x = a[i] - b[i];
-    d[i] = std::isfinite(x) ? x : 0.0;
-  }
-  return d;
-}
+std::vector<double> shift(const std::vector<double>& a, const std::vector<double>& b) { return finite_deviation(a, b); }
 
 }  // namespace
 

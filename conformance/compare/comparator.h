@@ -101,7 +101,7 @@ struct CompareContext {
   // clip_grad_norm and clip_grad_value (SEMANTICS §18.7): the fields the clip produced ("returned", "w → grad" of a
   // listed or changed grad, "handle h → value" of a handle aliasing one) are judged at their own new magnitude, not at
   // the value before (a scaled grad's rounding is relative to its result), and for clip_grad_norm with
-  // k * (r(n) + 2): n the longest reduction behind the total norm (clip_reduction_length, error_budget.h), plus the
+  // k * (r(n) + 2): n the longest reduction behind the total norm (clip_reduction_length in error_budget.h), plus the
   // coefficient's two roundings. A zero among them keeps its input's sign: the sign must match where both sides' inputs
   // were zeros of one sign.
   std::set<std::string> clip_fields;

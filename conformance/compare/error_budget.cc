@@ -11,6 +11,16 @@
 
 namespace lockstep {
 
+std::vector<double> finite_deviation(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> d(a.size(), 0.0);
+  if (a.size() != b.size()) return d;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i] - b[i];
+    d[i] = std::isfinite(x) ? x : 0.0;
+  }
+  return d;
+}
+
 const std::vector<double>* ErrorBudget::find(const std::string& field) const {
   auto it = fields.find(field);
   return it == fields.end() ? nullptr : &it->second;
@@ -23,15 +33,8 @@ const std::pair<std::vector<double>, std::vector<double>>* ErrorBudget::evaluati
 
 namespace {
 
-// a - b per element (the actual side minus the expected side); 0 where it is not finite or the sizes differ.
 std::vector<double> deviation(const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> d(a.size(), 0.0);
-  if (a.size() != b.size()) return d;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double x = a[i] - b[i];
-    d[i] = std::isfinite(x) ? x : 0.0;
-  }
-  return d;
+  return finite_deviation(a, b);
 }
 
 void add_into(std::vector<double>& into, const std::vector<double>& add) {

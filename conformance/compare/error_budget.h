@@ -98,6 +98,8 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
 // how often is read from the oracle's own change), and for clip_grad_norm the total ("returned"). clip_budget.cc.
 ErrorBudget clip_budget(const Action& action, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after);
+// a - b per element (the actual side minus the expected side); 0 where it is not finite or the sizes differ.
+std::vector<double> finite_deviation(const std::vector<double>& a, const std::vector<double>& b);
 // The norm_type-norm (1, 2, +inf) of `values` in double (SEM-18.1); NaN anywhere gives NaN.
 double vector_norm(const std::vector<double>& values, double norm_type);
 // The longest reduction of a clip_grad_norm (tolerance.h r(n)): the largest counted grad's elements, or the number of

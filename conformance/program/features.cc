@@ -55,7 +55,7 @@ std::vector<FeatureInfo> make_features() {
       {"empty_param_list", "situation", "an optimizer constructed from an empty parameter list (SEM-7.2)"},
       {"clip_value_without_grads", "situation",
        "clip_grad_value over parameters none of which a backward has reached since their grads were last set to none "
-       "(SEM-18.5)"},
+       "(SEM-18.5)", "", "clip_grad_value"},
       {"amsgrad_change", "situation", "set_options switches amsgrad of a group (SEM-7.5)"},
       {"adam_beta1_one", "situation",
        "beta1 = 1 in a group's options or an option change, which no one validates: bias correction 1 - beta1^t is 0 (SEM-6.1)"},
@@ -199,8 +199,18 @@ std::set<std::string> program_features(const Program& program) {
         freed = false;
         stepped = false;
         break;
-      case ActionKind::Backward:
-        if (held)
+      case ActionKind::Backward: {
+        // What a backward reaches, unless it fails where the program shows it will: a non-scalar output without an
+        // explicit gradient (SEM-2.4), a graph already freed (SEM-2.5).
+        bool fails = !held || freed;
+        if (held && !a.gradient) {
+          try {
+            fails = fails || !infer_shape(*held, program.params, "").shape.empty();
+          } catch (const ProgramError&) {
+            fails = true;
+          }
+        }
+        if (!fails)
           walk_expr(*held, [&](const Expr& n) {
             if (n.op == Op::Param) reached.insert(n.name);
           });
@@ -214,6 +224,7 @@ std::set<std::string> program_features(const Program& program) {
           if (any_nonfinite(*a.gradient)) f.insert("special_values");
         }
         break;
+      }
       case ActionKind::ZeroGrad:
         if (!a.set_to_none) f.insert("zero_grad_default");
         else f.insert(*a.set_to_none ? "set_to_none" : "zero_grad");

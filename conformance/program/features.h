@@ -35,12 +35,15 @@
 namespace lockstep {
 
 struct FeatureInfo {
-  FeatureInfo(std::string name, std::string category, std::string meaning, std::string optimizer = "")
-      : name(std::move(name)), category(std::move(category)), meaning(std::move(meaning)), optimizer(std::move(optimizer)) {}
+  FeatureInfo(std::string name, std::string category, std::string meaning, std::string optimizer = "",
+              std::string needs = "")
+      : name(std::move(name)), category(std::move(category)), meaning(std::move(meaning)), optimizer(std::move(optimizer)),
+        needs(std::move(needs)) {}
   std::string name;      // "retain_graph", "op:matmul", "adam.amsgrad"
   std::string category;  // "dtype", "op", "optimizer", "option", "feature", "situation"
   std::string meaning;   // one line, citing SEMANTICS
   std::string optimizer;  // an option's or an optimizer's own situation's optimizer ("lbfgs"); empty: none
+  std::string needs;      // a situation that only a program with this feature can reach ("clip_grad_value"); empty: none
 };
 
 // Every feature program_features() can give, in a stable order (categories as listed above).

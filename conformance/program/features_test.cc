@@ -120,6 +120,10 @@ TEST(Features, ClipValueWithoutGrads) {
   clip.params = {"w", "u"};
   p.actions = {Action::forward(), Action::backward(), none, clip};
   EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
+  p.loss = param("w");  // a non-scalar output without a gradient: the backward fails (SEM-2.4), nothing is reached
+  clip.params = {"w"};
+  p.actions = {Action::forward(), Action::backward(), clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
 }
 
 TEST(Features, VocabularyIsComplete) {

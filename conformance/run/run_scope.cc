@@ -78,16 +78,45 @@ void list_version_rule(RunScope& s, const std::string& reason) {
 
 }  // namespace
 
+// SEM-18.1: LibTorch 2.x takes the 2-norm of a one-element tensor as its absolute value, 1.x squares it in the dtype
+// (inf or 0 where the square leaves the range): between generations every clip_grad_norm is left out.
+constexpr const char* kClipNormVersionRule = "clip-norm-of-one-element-by-version";
+
+std::string clip_rule_reason(const std::string& implementation_version, const std::string& oracle_version) {
+  if (version_rule_reason(implementation_version, oracle_version).empty()) return "";
+  return fmt::format("SEM-18.1, SEM-12.5 rule {}: the implementation follows PyTorch {}, the recording oracle is {}: "
+                     "LibTorch 2.x takes the 2-norm of a one-element tensor as its absolute value where 1.x squares it in "
+                     "the dtype (inf or 0 once the square leaves the range), so a clip_grad_norm can differ by version",
+                     kClipNormVersionRule, implementation_version, oracle_version);
+}
+
 void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {
   const std::string reason = version_rule_reason(implementation_version, oracle_version);
   if (reason.empty()) return;
   s.scope->exclude({"op:embedding", "backward_after_step"}, reason, "version");
   list_version_rule(s, reason);
   s.coverage.left_out.emplace_back(std::vector<std::string>{"op:embedding", "backward_after_step"}, reason);
+  const std::string clip = clip_rule_reason(implementation_version, oracle_version);
+  s.scope->exclude({"clip_grad_norm"}, clip, "version");
+  s.coverage.rules.push_back({kClipNormVersionRule, "avoid", clip, 0});
+  s.coverage.left_out.emplace_back(std::vector<std::string>{"clip_grad_norm"}, clip);
 }
 
 bool in_version_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,
                       const std::string& implementation_version, const std::string& recorder_version, std::string* why) {
+  if (features.count("clip_grad_norm")) {
+    const std::string clip = clip_rule_reason(implementation_version, recorder_version);
+    if (!clip.empty()) {
+      bool listed = false;
+      for (const AppliedRule& r : s.coverage.rules) listed = listed || r.id == kClipNormVersionRule;
+      if (!listed) s.coverage.rules.push_back({kClipNormVersionRule, "avoid", clip, 0});
+      ++s.coverage.out_of_scope;
+      s.coverage.left_out_cases.push_back({id, clip, feature_areas(program)});
+      ++s.left_out_by[clip];
+      if (why) *why = clip;
+      return false;
+    }
+  }
   if (!features.count("op:embedding") || !features.count("backward_after_step")) return true;
   const std::string reason = version_rule_reason(implementation_version, recorder_version);
   if (reason.empty()) return true;
@@ -130,6 +159,7 @@ void finish_coverage(RunScope& s, RunReport& report, const Expectations& expecta
     if (!s.scope->allows(f.name) || s.coverage.exercised.count(f.name) || s.not_generated.count(f.name)) continue;
     // An option or a situation of an optimizer out of scope is out of scope too.
     if (!f.optimizer.empty() && !s.scope->allows(f.optimizer)) continue;
+    if (!f.needs.empty() && !s.scope->allows(f.needs)) continue;  // a situation of a feature out of scope
     s.coverage.not_exercised.push_back(f.name);
   }
   for (AppliedRule& r : s.coverage.rules) {

@@ -182,12 +182,10 @@ def tail(path, n=15):
 # Known holes of lockstep's own checking, found by this battery and not yet closed (each listed in the closing note
 # of the stop that found it): (fixture id, planted kind) -> why the plant is not caught. A listed plant must still be
 # missed, or the entry fails (the hole closed: remove it); any other missed plant fails as always.
-KNOWN_HOLES = {
-    ("run-1128c5129f1d", "first-exp-avg-scale"): (
-        "AdamW with betas (1, 0.999) and p0 listed twice in its group: exp_avg stays exactly 0, but the tolerance of "
-        "a repeated update scales it by 2 |g| (2.4e6 here), so a planted 1 is within 4 ULP of that scale; a tighter "
-        "scale, beta1 |m| + (1 - beta1) |g|, would catch it (issue 32's stop)"),
-}
+# The one listed before (AdamW with betas (1, 0.999) and a parameter listed twice: exp_avg's repeated-update scale of
+# 2 |g| lets a planted 1 on an exact 0 pass) lost its fixture when the corpus was regenerated for gradient clipping; the
+# hole itself is open (the closing note of issue 32's clipping stop), with no fixture showing it today.
+KNOWN_HOLES = {}
 used_holes = set()
 
 violations = []
@@ -219,7 +217,7 @@ for kind, label, log_path, report_dir, rc, out_path in lines:
         problems.append("cannot read the plant log %s: %s" % (log_path, e))
     with open(report, encoding="utf-8") as f:
         cases = json.load(f)["cases"]
-    planted = caught = missed = wrong = clean = clean_ok = shrunk = imprecise_planted = known_missed = 0
+    planted = caught = missed = wrong = clean = clean_ok = shrunk = imprecise_planted = known_missed = ended_planted = 0
     paths = set()
     seen = set()
     for c in cases:
@@ -251,6 +249,14 @@ for kind, label, log_path, report_dir, rc, out_path in lines:
             # (an L-BFGS step whose search decided within rounding ends the comparison, SEMANTICS 9.2).
             if c["status"] == "known" and c.get("known_reason", "").startswith("imprecise"):
                 imprecise_planted += 1
+                continue
+            # SEMANTICS 9.2, 16: an L-BFGS decision within rounding ended the comparison at or before the planted action
+            # (listed in the case's masked entries): every later record follows from it and is not compared.
+            ended = [m for m in c.get("masked", []) if m.get("path", "").endswith("decisions") and
+                     isinstance(first["record"], int) and m.get("action_index") is not None and
+                     m["action_index"] <= first["record"]]
+            if c["status"] == "passed" and ended:
+                ended_planted += 1
                 continue
             if (id_, kind) in KNOWN_HOLES:
                 used_holes.add((id_, kind))
@@ -290,9 +296,9 @@ for kind, label, log_path, report_dir, rc, out_path in lines:
         shown.append("... and %d more like these (all in %s)" % (len(problems) - PER_ROW, report))
     violations += ["%s: %s" % (where, p) for p in shown]
     violation_count += len(problems)
-    if imprecise_planted or known_missed:
-        notes.append("%s: %d planted case(s) imprecise (not passed), %d in a known hole" % (
-            where, imprecise_planted, known_missed))
+    if imprecise_planted or known_missed or ended_planted:
+        notes.append("%s: %d planted case(s) imprecise (not passed), %d in a known hole, %d after an L-BFGS decision "
+                     "within rounding ended the comparison" % (where, imprecise_planted, known_missed, ended_planted))
     rows.append((kind, label, str(planted), str(caught), str(missed), str(wrong),
                  "%d/%d" % (clean_ok, clean), ", ".join(sorted(paths, key=lambda p: (len(p), p))[:3]) +
                  (" ..." if len(paths) > 3 else "") + (" (%d shrunk)" % shrunk if shrunk else "")))

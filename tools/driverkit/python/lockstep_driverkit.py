@@ -74,6 +74,11 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
                                                L-BFGS's counts "func_evals"/"n_iter" (ints; under its first
                                                parameter only, SEM-16.2); other keys are not observed
                                                (L-BFGS, kind "lbfgs", needs step_with_closure as well)
+  clipping   clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite)   optional ("clip_grad_norm",
+                                               SEMANTICS §18): return the total norm as a 0-d tensor; norm_type
+                                               is 1, 2 or float("inf"); a non-finite total with error_if_nonfinite
+                                               raises (kind "nonfinite_norm")
+             clip_grad_value(params, clip_value)   optional ("clip_grad_value")
   errors     classify(message) -> kind         map a framework exception's message to a PROTOCOL §4 kind
                                                (default "other"); or raise EngineError(kind, message) yourself
              raise Unsupported("name")         anywhere: the whole program is answered {"unsupported": "name"}

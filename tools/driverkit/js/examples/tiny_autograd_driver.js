@@ -56,6 +56,7 @@ function backward(out, seed, retain) {
   const grads = new Map([[out, seed || [1]]]);
   for (const t of order.reverse()) {  // outputs before their inputs; a leaf's grad summed over every path first
     const g = grads.get(t);
+    if (g === undefined) continue;  // nothing flows into it: a constant, or add(const, const) beside the graph
     if (!t.node) { accumulate(t, g); continue; }
     t.node.backward(Float64Array.from(g)).forEach((gi, i) => {
       const x = t.node.inputs[i];
