@@ -49,6 +49,12 @@ class TimedEngine : public Engine {
   void clip_grad_value(const std::vector<std::string>& p, double v) override {
     timed([&] { inner_.clip_grad_value(p, v); });
   }
+  void state_dict(const std::string& c) override {
+    timed([&] { inner_.state_dict(c); });
+  }
+  void load_state_dict(const std::string& c, bool fresh) override {
+    timed([&] { inner_.load_state_dict(c, fresh); });
+  }
   EngineState observe() override {
     EngineState s;
     timed([&] { s = inner_.observe(); });

@@ -37,6 +37,13 @@ struct AdagradOptions : OptionsBase {
 struct AdagradParamState : ParamState {
   int64_t step = 0;
   Tensor sum;  // full of the optimizer's defaults' initial_accumulator_value (not the group's)
+
+  std::unique_ptr<ParamState> clone() const override {
+    auto c = std::make_unique<AdagradParamState>();
+    c->step = step;
+    c->sum = copy_of(sum);
+    return c;
+  }
 };
 
 class Adagrad : public Optimizer {

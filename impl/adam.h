@@ -42,6 +42,15 @@ struct AdamParamState : ParamState {
   Tensor exp_avg_sq;      // zeros like the parameter at creation
   Tensor max_exp_avg_sq;  // defined only when the group had amsgrad at the state's creation; a group that
                           // turns amsgrad on later fails at step() like LibTorch 1.13 (see adam.cc)
+
+  std::unique_ptr<ParamState> clone() const override {
+    auto c = std::make_unique<AdamParamState>();
+    c->step = step;
+    c->exp_avg = copy_of(exp_avg);
+    c->exp_avg_sq = copy_of(exp_avg_sq);
+    c->max_exp_avg_sq = copy_of(max_exp_avg_sq);
+    return c;
+  }
 };
 
 class Adam : public Optimizer {

@@ -302,6 +302,25 @@ void ImplEngine::make_optimizer(const OptimizerSpec& spec) {
     std::unique_ptr<impl::OptionsBase> defaults = make_options(spec.kind, spec.defaults, "defaults");
     optimizer_ = construct_optimizer(spec.kind, std::move(groups), *defaults);
     kind_ = spec.kind;
+    spec_ = spec;
+  });
+}
+
+void ImplEngine::state_dict(const std::string& checkpoint) {  // SEMANTICS §19.5
+  guarded([&] { checkpoints_[checkpoint] = require_optimizer("state_dict").save(); });
+}
+
+void ImplEngine::load_state_dict(const std::string& checkpoint, bool fresh) {  // SEM-19.2, 19.3
+  guarded([&] {
+    require_optimizer("load_state_dict");
+    auto it = checkpoints_.find(checkpoint);
+    if (it == checkpoints_.end()) throw EngineError(error_kind::kOther, "no checkpoint '" + checkpoint + "' was saved");
+    if (fresh) {
+      optimizer_.reset();
+      make_optimizer(*spec_);  // it succeeded at the setup, with the same parameters
+    }
+    // SEM-19.2: LibTorch 1.13's torch::load keeps the options the groups have; 2.x restores the saved ones.
+    optimizer_->load(it->second, follows_.major >= 2);
   });
 }
 

@@ -22,6 +22,8 @@
 #pragma once
 
 #include <map>
+
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -71,6 +73,8 @@ class ImplEngine : public Engine {
   TensorValue clip_grad_norm(const std::vector<std::string>& params, double max_norm, double norm_type,
                              bool error_if_nonfinite) override;
   void clip_grad_value(const std::vector<std::string>& params, double clip_value) override;
+  void state_dict(const std::string& checkpoint) override;
+  void load_state_dict(const std::string& checkpoint, bool fresh) override;
   EngineState observe() override;
   void synchronise(const EngineState& target) override;
 
@@ -88,6 +92,9 @@ class ImplEngine : public Engine {
   impl::Optimizer* optimizer() const { return optimizer_.get(); }  // null before make_optimizer
   OptimizerKind optimizer_kind() const { return kind_; }
   const impl::Tensor& output() const { return output_; }  // the held forward output (undefined before one)
+  // The checkpoints state_dict saved, by name (SEMANTICS §19.5); a mutant may change one before it is loaded.
+  std::map<std::string, impl::OptimizerCheckpoint>& checkpoints() { return checkpoints_; }
+  bool follows_2x() const { return follows_.major >= 2; }
 
  private:
   // Parameters, handles (engine_glue.h); a grad's identity is its impl, kept alive (SEM-1.1).
@@ -106,6 +113,8 @@ class ImplEngine : public Engine {
   std::string name_;
   Tables tables_;
   std::unique_ptr<impl::Optimizer> optimizer_;
+  std::optional<OptimizerSpec> spec_;  // what make_optimizer built from: load_state_dict's `fresh` builds it anew
+  std::map<std::string, impl::OptimizerCheckpoint> checkpoints_;
   OptimizerKind kind_ = OptimizerKind::SGD;
   impl::Tensor output_;  // the held forward output; undefined before the first forward
   bool zero_grad_default_none_ = false;  // SEM-12.1

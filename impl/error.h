@@ -27,6 +27,7 @@ enum class ErrorKind {
   GradientShape,              // an explicit gradient unlike the output
   InplaceModified,            // a saved tensor changed in place
   NonfiniteNorm,              // clip_grad_norm_ with error_if_nonfinite, SEM-18.3
+  StateDictMismatch,          // load_state_dict of a checkpoint whose groups differ, SEM-19.3
   Other,                      // bad operands of an op, a step on missing state, ...
 };
 
@@ -41,6 +42,7 @@ inline const char* error_kind_name(ErrorKind k) {
     case ErrorKind::GradientShape: return "gradient_shape";
     case ErrorKind::InplaceModified: return "inplace_modified";
     case ErrorKind::NonfiniteNorm: return "nonfinite_norm";
+    case ErrorKind::StateDictMismatch: return "state_dict_mismatch";
     case ErrorKind::Other: return "other";
   }
   return "other";

@@ -65,6 +65,8 @@ struct LBFGSState : ParamState {
   // The history's capacity: history_size as it was at the history's first use (the second iteration). A history
   // that later holds more pairs (history_size changed since) fails the step (SEM-16.1).
   std::optional<int64_t> capacity;
+
+  std::unique_ptr<ParamState> clone() const override { return std::make_unique<LBFGSState>(*this); }
 };
 
 class LBFGS : public Optimizer {

@@ -58,6 +58,37 @@ void Optimizer::zero_grad(bool set_to_none) {
   }
 }
 
+OptimizerCheckpoint Optimizer::save() const {  // SEMANTICS §19.5
+  OptimizerCheckpoint c;
+  size_t position = 0;
+  for (const ParamGroup& g : groups_) {
+    c.group_options.push_back(g.options->clone());
+    c.group_sizes.push_back(g.params.size());
+    for (const Tensor& p : g.params) {
+      auto it = state_.find(p.impl());
+      if (it != state_.end()) c.states.emplace_back(position, it->second ? it->second->clone() : nullptr);
+      ++position;
+    }
+  }
+  return c;
+}
+
+void Optimizer::load(const OptimizerCheckpoint& c, bool restore_options) {  // SEM-19.2, 19.3
+  if (c.group_sizes.size() != groups_.size())
+    throw Error(ErrorKind::StateDictMismatch, "loaded state dict has a different number of parameter groups");
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (c.group_sizes[g] != groups_[g].params.size())
+      throw Error(ErrorKind::StateDictMismatch,
+                  "loaded state dict contains a parameter group that has a different size than the optimizer's "
+                  "parameter group");
+  std::vector<const Tensor*> at;  // flat position -> parameter
+  for (const ParamGroup& g : groups_)
+    for (const Tensor& p : g.params) at.push_back(&p);
+  for (const auto& [position, state] : c.states) state_[at[position]->impl()] = state ? state->clone() : nullptr;
+  if (restore_options)
+    for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = c.group_options[g]->clone();
+}
+
 ParamState* Optimizer::find_state(const Tensor& param) const {
   auto it = state_.find(param.impl());
   return it == state_.end() ? nullptr : it->second.get();

@@ -63,6 +63,21 @@ struct ParamGroup {
 // Per-parameter optimizer state (SEM-5.3, SEM-6.2). Each optimizer derives its own.
 struct ParamState {
   virtual ~ParamState() = default;
+  // A copy whose tensors have storage of their own (a checkpoint, SEMANTICS §19).
+  virtual std::unique_ptr<ParamState> clone() const = 0;
+};
+
+// An undefined tensor stays undefined; a defined one is copied into new storage.
+inline Tensor copy_of(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
+
+// What optimizer.state_dict() saves (SEMANTICS §19.5): every group's options and size, and the state of each
+// parameter position that has state (a parameter listed twice is saved at both positions). Its own copies: later
+// steps do not change it.
+struct OptimizerCheckpoint {
+  std::vector<std::unique_ptr<OptionsBase>> group_options;
+  std::vector<size_t> group_sizes;
+  // Flat position over every group in order -> a copy of the state there (null: an entry without state, SEM-15.2).
+  std::vector<std::pair<size_t, std::unique_ptr<ParamState>>> states;
 };
 
 class Optimizer {
@@ -93,6 +108,14 @@ class Optimizer {
   // Whether `param` has optimizer state (created at its first step with a defined grad), and that state (null
   // without); each optimizer's own type (SGDParamState, ...).
   bool has_state(const Tensor& param) const { return state_.count(param.impl()) != 0; }
+
+  // optimizer.state_dict(), saved (SEMANTICS §19.5).
+  OptimizerCheckpoint save() const;
+  // optimizer.load_state_dict() (SEM-19.2, 19.3): refuses a checkpoint whose number of groups or a group's size
+  // differs (Error(state_dict_mismatch), the optimizer unchanged); else gives each saved position's parameter a copy of
+  // the saved state (a parameter without saved state keeps its own) and, with `restore_options` (LibTorch 2.x), every
+  // group the saved options; 1.13 keeps the options the groups have.
+  void load(const OptimizerCheckpoint& checkpoint, bool restore_options);
   const ParamState* state(const Tensor& param) const { return find_state(param); }
 
  protected:

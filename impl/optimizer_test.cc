@@ -302,5 +302,60 @@ TEST(Validation, FormatLikeOstream) {
   EXPECT_EQ(format_option_value(-std::numeric_limits<double>::infinity()), "-inf");
 }
 
+// SEMANTICS §19: save() copies the state; load() restores it by position, refuses other group structures.
+TEST(Checkpoint, Sem19_5_SaveIsACopyAndLoadRestoresIt) {
+  Tensor p = make_param({1, -2});
+  Adam adam({p}, AdamOptions(0.1));
+  set_grad(p, {0.5, -0.25});
+  adam.step();
+  const OptimizerCheckpoint saved = adam.save();
+  const std::vector<double> m1 = adam.state_of(p)->exp_avg.to_values();
+  adam.step();
+  EXPECT_EQ(adam.state_of(p)->step, 2);
+  EXPECT_NE(adam.state_of(p)->exp_avg.to_values(), m1);
+  adam.load(saved, false);
+  EXPECT_EQ(adam.state_of(p)->step, 1);
+  EXPECT_EQ(adam.state_of(p)->exp_avg.to_values(), m1);
+  adam.step();  // the loaded tensors are the optimizer's own now: the checkpoint stays as saved
+  adam.load(saved, false);
+  EXPECT_EQ(adam.state_of(p)->exp_avg.to_values(), m1);
+}
+
+TEST(Checkpoint, Sem19_2_OptionsKeptOrRestored) {
+  Tensor p = make_param({1, -2});
+  Adam adam({p}, AdamOptions(0.1));
+  const OptimizerCheckpoint saved = adam.save();
+  static_cast<AdamOptions&>(*adam.param_groups()[0].options).lr = 0.5;
+  adam.load(saved, false);  // LibTorch 1.13: the groups keep theirs
+  EXPECT_EQ(static_cast<AdamOptions&>(*adam.param_groups()[0].options).lr, 0.5);
+  adam.load(saved, true);   // 2.x: the saved ones
+  EXPECT_EQ(static_cast<AdamOptions&>(*adam.param_groups()[0].options).lr, 0.1);
+}
+
+TEST(Checkpoint, Sem19_3_OtherGroupsAreRefusedAndChangeNothing) {
+  Tensor p = make_param({1, -2}), q = make_param({3});
+  Adam adam({p}, AdamOptions(0.1));
+  set_grad(p, {1, 1});
+  adam.step();
+  const OptimizerCheckpoint one_group = adam.save();
+  adam.add_param_group(ParamGroup({q}));
+  adam.step();
+  EXPECT_EQ(error_of([&] { adam.load(one_group, true); }).kind, ErrorKind::StateDictMismatch);
+  EXPECT_EQ(adam.state_of(p)->step, 2);
+  Adam two({p, q}, AdamOptions(0.1));
+  EXPECT_EQ(error_of([&] { two.load(one_group, false); }).kind, ErrorKind::StateDictMismatch);
+}
+
+TEST(Checkpoint, Sem19_3_AParameterWithoutSavedStateKeepsItsOwn) {
+  Tensor p = make_param({1, -2});
+  SGD sgd({p}, SGDOptions(0.1).set_momentum(0.9));
+  const OptimizerCheckpoint empty = sgd.save();  // before any step: no state
+  set_grad(p, {1, 1});
+  sgd.step();
+  sgd.load(empty, false);
+  ASSERT_NE(sgd.state_of(p), nullptr);
+  EXPECT_EQ(sgd.state_of(p)->momentum_buffer.to_values(), (std::vector<double>{1, 1}));
+}
+
 }  // namespace
 }  // namespace lockstep::impl

@@ -42,6 +42,15 @@ struct RMSpropParamState : ParamState {
   Tensor square_avg;       // zeros like the parameter
   Tensor momentum_buffer;  // zeros, only when momentum > 0 at creation
   Tensor grad_avg;         // zeros, only when centered at creation
+
+  std::unique_ptr<ParamState> clone() const override {
+    auto c = std::make_unique<RMSpropParamState>();
+    c->step = step;
+    c->square_avg = copy_of(square_avg);
+    c->momentum_buffer = copy_of(momentum_buffer);
+    c->grad_avg = copy_of(grad_avg);
+    return c;
+  }
 };
 
 class RMSprop : public Optimizer {

@@ -37,6 +37,12 @@ struct SGDOptions : OptionsBase {
 // SEM-5.3: exists only when momentum != 0, from the parameter's first step with a defined grad.
 struct SGDParamState : ParamState {
   Tensor momentum_buffer;  // same dtype and shape as the parameter
+
+  std::unique_ptr<ParamState> clone() const override {
+    auto c = std::make_unique<SGDParamState>();
+    c->momentum_buffer = copy_of(momentum_buffer);
+    return c;
+  }
 };
 
 class SGD : public Optimizer {

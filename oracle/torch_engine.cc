@@ -11,6 +11,7 @@
 #include <torch/optim/lbfgs.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
+#include <torch/serialize.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -64,6 +65,8 @@ std::string classify_message(const std::string& message) {
       {"Mismatch in shape", error_kind::kGradientShape},
       {"modified by an inplace operation", error_kind::kInplaceModified},  // a saved tensor's version moved
       {"is non-finite, so it cannot be clipped", error_kind::kNonfiniteNorm},  // SEM-18.3
+      {"different number of parameter groups", error_kind::kStateDictMismatch},  // SEM-19.3
+      {"different size than the optimizer's parameter group", error_kind::kStateDictMismatch},
   };
   for (const Rule& rule : rules) {
     if (message.find(rule.substring) != std::string::npos) return rule.kind;
@@ -347,6 +350,31 @@ class TorchEngine : public Engine {
       }
       optimizer_ = std::move(optimizer);
       kind_ = spec.kind;
+      spec_ = spec;
+    });
+  }
+
+  // SEMANTICS §19.5: the C++ API's checkpoint is torch::save of the optimizer; kept as bytes, as a file would be.
+  void state_dict(const std::string& checkpoint) override {
+    guarded([&] {
+      require_optimizer("state_dict");
+      std::ostringstream out;
+      torch::save(*optimizer_, out);
+      checkpoints_[checkpoint] = out.str();
+    });
+  }
+
+  void load_state_dict(const std::string& checkpoint, bool fresh) override {
+    guarded([&] {
+      require_optimizer("load_state_dict");
+      auto it = checkpoints_.find(checkpoint);
+      if (it == checkpoints_.end()) throw EngineError(error_kind::kOther, "no checkpoint '" + checkpoint + "' was saved");
+      if (fresh) {
+        optimizer_.reset();
+        make_optimizer(*spec_);  // a resumed run: a new optimizer over the same parameters, then torch::load
+      }
+      std::istringstream in(it->second);
+      torch::load(*optimizer_, in);
     });
   }
 
@@ -681,6 +709,8 @@ class TorchEngine : public Engine {
 
   Tables tables_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<OptimizerSpec> spec_;                // what make_optimizer built from (load_state_dict's `fresh`)
+  std::map<std::string, std::string> checkpoints_;  // torch::save's bytes, by name
   OptimizerKind kind_ = OptimizerKind::SGD;
   torch::Tensor output_;  // the held forward output; undefined before the first forward
 };

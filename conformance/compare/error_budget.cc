@@ -56,6 +56,20 @@ const TensorValue* grad_of(const EngineState& s, const std::string& param) {
 
 }  // namespace
 
+ErrorBudget load_budget(const EngineState& expected_saved, const EngineState& actual_saved) {
+  ErrorBudget b;
+  for (const ParamObservation& e : expected_saved.params) {
+    const ParamObservation* a = actual_saved.param(e.name);
+    if (!a) continue;
+    for (const StateTensorDescription& t : all_state_tensors()) {
+      const std::optional<TensorValue>& se = e.state.*t.field;
+      const std::optional<TensorValue>& sa = a->state.*t.field;
+      if (se && sa) carry(b, e.name + " → " + t.name, sa->data, se->data);
+    }
+  }
+  return b;
+}
+
 ErrorBudget forward_budget(const Expr& loss, const EngineState& expected_at_forward,
                            const EngineState& actual_at_forward) {
   ErrorBudget b;

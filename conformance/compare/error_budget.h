@@ -93,6 +93,10 @@ std::map<std::string, RepeatedUpdate> repeated_updates(OptimizerKind kind, const
 ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const Record& actual_before,
                         const Record& expected_after, const Record& actual_after);
 
+// load_state_dict (SEMANTICS §19.5): a loaded state tensor is the saved one, so it carries the deviation it had at the
+// save: each side's state as its record of the state_dict action showed it.
+ErrorBudget load_budget(const EngineState& expected_saved, const EngineState& actual_saved);
+
 // clip_grad_norm / clip_grad_value (SEMANTICS §18), in double at each side's grads before: every grad and held handle
 // the clip changed (a grad listed twice, or a 0-d grad sharing storage with a listed one, is scaled once per listing:
 // how often is read from the oracle's own change), and for clip_grad_norm the total ("returned"). clip_budget.cc.

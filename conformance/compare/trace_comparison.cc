@@ -361,6 +361,14 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       ctx.clip_fields = clip_fields(action, expected_previous_.state, expected.state);
       if (carry) budget = clip_budget(action, expected_previous_, actual_previous_, expected);
       break;
+    case ActionKind::StateDict:
+      checkpoints_[action.checkpoint] = {expected.state, actual.state};
+      break;
+    case ActionKind::LoadStateDict: {
+      auto it = checkpoints_.find(action.checkpoint);
+      if (carry && it != checkpoints_.end()) budget = load_budget(it->second.first, it->second.second);
+      break;
+    }
     case ActionKind::HoldGrad:
       handle_param_[action.handle] = action.param;
       if (carry) budget = hold_grad_budget(action.handle, action.param, expected, actual);

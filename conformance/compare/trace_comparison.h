@@ -120,6 +120,8 @@ class TraceComparison {
   // After call `k` of a step (its records compared): feeds both models; false where the comparison ends there.
   bool follow_call(size_t index, size_t k, const Record& expected_last, const Record& actual_last);
   std::map<std::string, std::string> handle_param_;
+  // Each checkpoint's state as both sides' records of its state_dict showed it (SEMANTICS §19.5): a load carries it.
+  std::map<std::string, std::pair<EngineState, EngineState>> checkpoints_;
 };
 
 }  // namespace lockstep

@@ -715,6 +715,8 @@ class ActionBuilder {
       case ActionKind::AddParamGroup: if (!allowed(o, "add_param_group")) return; break;
       case ActionKind::ClipGradNorm: if (!allowed(o, "clip_grad_norm")) return; break;
       case ActionKind::ClipGradValue: if (!allowed(o, "clip_grad_value")) return; break;
+      case ActionKind::StateDict: if (!allowed(o, "state_dict")) return; break;
+      case ActionKind::LoadStateDict: if (!allowed(o, "load_state_dict")) return; break;
       case ActionKind::Step: break;
     }
     program_.actions.push_back(std::move(a));
@@ -1183,6 +1185,41 @@ void add_clipping(Program& p, Picker& pick, const GenOptions& options) {
   }
 }
 
+// SEMANTICS §19: checkpoints, in one program of 6 with an optimizer where the scope allows them: one or two
+// state_dict actions, each mostly followed by a load of it somewhere later (into a fresh optimizer half the time, a
+// resumed run), now and then loaded twice. Where the saves and loads fall decides what they meet: steps since the
+// save, a set_options or add_param_group between (SEM-19.2, 19.3), no step before the save. Drawn from a stream of
+// its own after the program is made, like clipping.
+void add_checkpoints(Program& p, Picker& pick, const GenOptions& options) {
+  if (!p.optimizer || p.optimizer->kind == OptimizerKind::LBFGS || !allowed(options, "state_dict") || !pick.chance(17))
+    return;  // validate() refuses L-BFGS's checkpoints
+  const bool load_ok = allowed(options, "load_state_dict") && !lists_a_param_twice(p);  // validate() refuses those
+  const int count = pick.chance(75) ? 1 : 2;
+  for (int c = 0; c < count; ++c) {
+    Action save;
+    save.kind = ActionKind::StateDict;
+    save.checkpoint = "c" + std::to_string(c);
+    std::vector<size_t> after_step;  // right after a step: where training loops save
+    for (size_t i = 0; i < p.actions.size(); ++i)
+      if (p.actions[i].kind == ActionKind::Step) after_step.push_back(i + 1);
+    const size_t at = !after_step.empty() && pick.chance(55)
+                          ? pick.element(after_step)
+                          : static_cast<size_t>(pick.below(static_cast<int>(p.actions.size()) + 1));
+    p.actions.insert(p.actions.begin() + static_cast<std::ptrdiff_t>(at), save);
+    if (!load_ok || !pick.chance(85)) continue;
+    const int loads = pick.chance(85) ? 1 : 2;
+    for (int l = 0; l < loads; ++l) {
+      Action load;
+      load.kind = ActionKind::LoadStateDict;
+      load.checkpoint = save.checkpoint;
+      load.fresh = pick.chance(50);
+      const int room = static_cast<int>(p.actions.size() - at);  // positions after the save
+      const size_t where = at + 1 + static_cast<size_t>(pick.below(room));
+      p.actions.insert(p.actions.begin() + static_cast<std::ptrdiff_t>(where), std::move(load));
+    }
+  }
+}
+
 // Generators that wrap the imperative builders; their shrink trees come from shrink.h.
 
 int clamp_size(int size, const GenOptions& options) {
@@ -1223,6 +1260,8 @@ rc::Gen<Program> gen_program(const GenOptions& given) {
     rc::Random side = random;  // a stream the program's draws (all from splits) never read
     Picker clip_pick(rc::Random(side.next() ^ 0xC11B6EADu), clamp_size(size, options));
     add_clipping(program, clip_pick, options);
+    Picker checkpoint_pick(rc::Random(side.next() ^ 0x5A7ED1C7u), clamp_size(size, options));
+    add_checkpoints(program, checkpoint_pick, options);
     // A long program under L-BFGS (up to 1 + 26 max_iter closure calls a step) can pass the limits validate() sets on
     // what a run observes and computes; the generator keeps the actions that fit (a prefix stays valid). A program
     // repair could not mend is left as it is, for validate() to name.

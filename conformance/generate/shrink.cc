@@ -353,6 +353,7 @@ bool repair_program(Program& program) {
     for (auto& g : program.optimizer->groups) keep_known(g.params, program);
   }
   std::optional<TypedShape> output;
+  std::set<std::string> saved;  // checkpoints an earlier state_dict saved (a load needs one, SEMANTICS §19.5)
   // One action, in order; a step's closure actions too (they run inside the step and hold the output after it,
   // SEMANTICS §17).
   std::function<bool(Action&)> repair_action = [&](Action& a) {
@@ -394,6 +395,12 @@ bool repair_program(Program& program) {
       case ActionKind::ClipGradNorm:
       case ActionKind::ClipGradValue:
         keep_known(a.params, program);
+        break;
+      case ActionKind::StateDict:
+        saved.insert(a.checkpoint);
+        break;
+      case ActionKind::LoadStateDict:
+        keep = saved.count(a.checkpoint) > 0;
         break;
       case ActionKind::Step:
         if (a.closure) {
@@ -650,6 +657,7 @@ class ProgramShrinkSeq {
             for (double v : simpler_numbers(a.kind == ActionKind::ClipGradNorm ? a.max_norm : a.clip_value, false))
               with([&](Action& x) { (x.kind == ActionKind::ClipGradNorm ? x.max_norm : x.clip_value) = v; });
           }
+          if (a.kind == ActionKind::LoadStateDict && a.fresh) with([](Action& x) { x.fresh = false; });
           if (a.gradient) {
             const bool float32 = true;  // conservative: float32-representable numbers fit both dtypes
             for (auto& g : simpler_values(*a.gradient, float32, 2)) with([&](Action& x) { x.gradient = g; });

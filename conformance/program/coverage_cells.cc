@@ -120,6 +120,12 @@ const std::vector<std::string> kSituationColumns = {
     "clip_grad_norm, norm_type 1",
     "clip_grad_norm, norm_type inf",
     "clip_grad_norm, error_if_nonfinite",
+    // SEMANTICS §19: what a checkpoint meets.
+    "checkpoint saved before any step",
+    "load after steps since the save",
+    "load into a fresh optimizer",
+    "load, groups differ",
+    "load, options differ",
 };
 
 CoverageTable make_table(std::string name, std::string meaning, std::vector<std::string> rows,
@@ -385,8 +391,30 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
   std::set<std::string> defined;                                 // params whose grad is (probably) defined
   bool stepped_since_forward = false, any_create_graph = false;
   std::set<std::string> held, held_zeroed, held_none;
+  // Checkpoints (SEMANTICS §19): steps, groups added and option changes so far, and their counts at each save.
+  int steps = 0, groups_added = 0, option_changes = 0;
+  struct Saved { int steps, groups_added, option_changes; };
+  std::map<std::string, Saved> saved;
   for (const Action& a : p.actions) {
     switch (a.kind) {
+      case ActionKind::SetOptions: ++option_changes; break;
+      case ActionKind::AddParamGroup: ++groups_added; break;
+      case ActionKind::StateDict:
+        if (steps == 0) add("checkpoint saved before any step");
+        saved[a.checkpoint] = {steps, groups_added, option_changes};
+        break;
+      case ActionKind::LoadStateDict: {
+        if (a.fresh) {
+          add("load into a fresh optimizer");
+          groups_added = option_changes = 0;
+        }
+        auto it = saved.find(a.checkpoint);
+        if (it == saved.end()) break;
+        if (it->second.steps != steps) add("load after steps since the save");
+        if (it->second.groups_added != groups_added) add("load, groups differ");
+        else if (it->second.option_changes != option_changes) add("load, options differ");
+        break;
+      }
       case ActionKind::Forward: {
         output = a.loss ? a.loss.get() : p.loss.get();
         if (a.no_grad) add("no_grad forward");
@@ -492,6 +520,7 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
         break;
       }
       case ActionKind::Step:
+        ++steps;
         if (!any_backward) add("step before any backward");
         stepped_since_backward = true;
         stepped_since_forward = true;

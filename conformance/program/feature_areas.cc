@@ -13,7 +13,7 @@ const std::vector<std::string>& all_feature_areas() {
   static const std::vector<std::string> areas = [] {
     std::vector<std::string> out = {"autograd", "accumulation", "zero_grad"};
     for (const OptimizerDescription& d : optimizer_descriptions()) out.push_back(d.name);
-    out.insert(out.end(), {"clipping", "groups", "errors", "numerics"});
+    out.insert(out.end(), {"clipping", "checkpoint", "groups", "errors", "numerics"});
     return out;
   }();
   return areas;
@@ -23,7 +23,7 @@ namespace {
 
 // Actions whose failure the specification defines and a static look at the program can see coming.
 bool asks_for_an_error(const Program& program, const std::set<std::string>& features) {
-  for (const char* f : {"invalid_options", "backward_after_freed", "param_in_two_groups"})
+  for (const char* f : {"invalid_options", "backward_after_freed", "param_in_two_groups", "load_groups_differ"})
     if (features.count(f)) return true;
   // A step changes the saved parameters in place: LibTorch 1.13's optimizers bump their version, except SGD's
   // (optimizer_descriptions.h; PROTOCOL.md, error kind inplace_modified).
@@ -80,6 +80,7 @@ std::vector<std::string> feature_areas(const Program& program, const std::set<st
   if (zeroes) in.insert("zero_grad");
   if (steps && program.optimizer) in.insert(optimizer_name(program.optimizer->kind));
   if (features.count("clip_grad_norm") || features.count("clip_grad_value")) in.insert("clipping");  // SEMANTICS §18
+  if (features.count("state_dict")) in.insert("checkpoint");  // SEMANTICS §19
   for (const char* f : {"param_groups", "add_param_group", "set_options"})
     if (features.count(f)) in.insert("groups");
   if (asks_for_an_error(program, features)) in.insert("errors");

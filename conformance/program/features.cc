@@ -43,6 +43,8 @@ std::vector<FeatureInfo> make_features() {
       {"closure", "feature", "a step with a closure: the step calls it and returns its loss (SEM-17)"},
       {"clip_grad_norm", "feature", "clip_grad_norm_ over some parameters: total norm, grads scaled in place (SEM-18.1)"},
       {"clip_grad_value", "feature", "clip_grad_value_ over some parameters: grads clamped in place (SEM-18.5)"},
+      {"state_dict", "feature", "optimizer.state_dict() saved as a checkpoint (SEM-19.5)"},
+      {"load_state_dict", "feature", "optimizer.load_state_dict() of a saved checkpoint (SEM-19.1, SEM-19.5)"},
       {"param_groups", "feature", "more than one parameter group, or a group with its own options (SEM-7)"},
       {"add_param_group", "feature", "optimizer.add_param_group after construction (SEM-7.4)"},
       {"set_options", "feature", "a group's options changed between steps (SEM-5.4, SEM-7.5)"},
@@ -56,6 +58,16 @@ std::vector<FeatureInfo> make_features() {
       {"clip_value_without_grads", "situation",
        "clip_grad_value over parameters none of which a backward has reached since their grads were last set to none "
        "(SEM-18.5)", "", "clip_grad_value"},
+      {"load_fresh", "situation",
+       "load_state_dict into an optimizer constructed anew over the same parameters: a resumed run (SEM-19.1)", "",
+       "load_state_dict"},
+      {"load_groups_differ", "situation",
+       "load_state_dict of a checkpoint saved with another number of groups than the optimizer has, after "
+       "add_param_group (SEM-19.3)", "", "load_state_dict"},
+      {"load_options_differ", "situation",
+       "load_state_dict where the optimizer's group options differ from the saved ones (set_options between the save "
+       "and the load, or before the save of a resumed run): 1.13 keeps them, 2.x restores the saved (SEM-19.2)", "",
+       "load_state_dict"},
       {"amsgrad_change", "situation", "set_options switches amsgrad of a group (SEM-7.5)"},
       {"adam_beta1_one", "situation",
        "beta1 = 1 in a group's options or an option change, which no one validates: bias correction 1 - beta1^t is 0 (SEM-6.1)"},
@@ -189,6 +201,10 @@ std::set<std::string> program_features(const Program& program) {
   std::set<std::string> grouped;  // parameters in the optimizer's groups (zero_grad's reach)
   if (program.optimizer)
     for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
+  // What the optimizer has been through, for checkpoints (SEM-19.2, 19.3): the groups added and option changes so far
+  // (counted as made, whether they succeed or not), and their counts at each checkpoint's save.
+  int groups_added = 0, option_changes = 0;
+  std::map<std::string, std::pair<int, int>> saved;
   // The actions in the order they run; a step's closure before the step's update (SEM-17.1), once.
   std::function<void(const Action&)> scan_action = [&](const Action& a) {
     switch (a.kind) {
@@ -246,6 +262,7 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::SetOptions:
         f.insert("set_options");
+        ++option_changes;
         if (program.optimizer) {
           non_default_options(program.optimizer->kind, a.options, f);
           if (invalid(program.optimizer->kind, a.options)) f.insert("invalid_options");
@@ -255,6 +272,7 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::AddParamGroup:
         f.insert("add_param_group");
+        ++groups_added;
         grouped.insert(a.new_group.params.begin(), a.new_group.params.end());
         if (program.optimizer) scan_group(a.new_group, *program.optimizer);
         break;
@@ -268,6 +286,22 @@ std::set<std::string> program_features(const Program& program) {
         for (const std::string& name : a.params) any = any || reached.count(name) > 0;
         if (!any) f.insert("clip_value_without_grads");
         if (!std::isfinite(a.clip_value)) f.insert("special_values");
+        break;
+      }
+      case ActionKind::StateDict:
+        f.insert("state_dict");
+        saved[a.checkpoint] = {groups_added, option_changes};
+        break;
+      case ActionKind::LoadStateDict: {
+        f.insert("load_state_dict");
+        if (a.fresh) {  // the new optimizer has the program's groups and options
+          f.insert("load_fresh");
+          groups_added = option_changes = 0;
+        }
+        auto it = saved.find(a.checkpoint);
+        if (it == saved.end()) break;
+        if (it->second.first != groups_added) f.insert("load_groups_differ");
+        else if (it->second.second != option_changes) f.insert("load_options_differ");
         break;
       }
     }

@@ -55,6 +55,7 @@ constexpr ActionNameEntry kActionNames[] = {
     {ActionKind::HoldGrad, "hold_grad"},      {ActionKind::Step, "step"},
     {ActionKind::SetOptions, "set_options"},  {ActionKind::AddParamGroup, "add_param_group"},
     {ActionKind::ClipGradNorm, "clip_grad_norm"}, {ActionKind::ClipGradValue, "clip_grad_value"},
+    {ActionKind::StateDict, "state_dict"},    {ActionKind::LoadStateDict, "load_state_dict"},
 };
 
 std::shared_ptr<Expr> make(Op op, std::vector<ExprPtr> args) {
@@ -370,7 +371,8 @@ static void check_action(const Program& p, const Action& a, const std::string& p
           const Action& c = (*a.closure)[j];
           const std::string apath = cpath + "/" + std::to_string(j);
           if (c.kind == ActionKind::Step || c.kind == ActionKind::SetOptions || c.kind == ActionKind::AddParamGroup ||
-              c.kind == ActionKind::ClipGradNorm || c.kind == ActionKind::ClipGradValue)
+              c.kind == ActionKind::ClipGradNorm || c.kind == ActionKind::ClipGradValue ||
+              c.kind == ActionKind::StateDict || c.kind == ActionKind::LoadStateDict)
             throw ProgramError(apath + "/action", std::string("a closure cannot hold ") + action_name(c.kind) +
                                                       " (only forward, backward, zero_grad, set_grad_none and "
                                                       "hold_grad: SEMANTICS §17.2)");
@@ -411,7 +413,29 @@ static void check_action(const Program& p, const Action& a, const std::string& p
         throw ProgramError(path + "/norm_type", "norm_type " + json_like_number(a.norm_type) +
                                                     " is not one lockstep models (1, 2 or \"Infinity\", SEMANTICS §18.1)");
       break;
+    case ActionKind::StateDict:
+    case ActionKind::LoadStateDict:
+      // SEMANTICS §19.5. Without an optimizer: a run-time error (no_optimizer), as for step. That a load names a
+      // checkpoint saved earlier is checked by validate(), which sees the actions in order.
+      if (a.checkpoint.empty())
+        throw ProgramError(path + "/checkpoint", std::string(action_name(a.kind)) + " needs a non-empty checkpoint name");
+      check_name_length(a.checkpoint, path + "/checkpoint", limits);
+      break;
   }
+}
+
+bool lists_a_param_twice(const Program& p) {
+  std::set<std::string> seen;
+  size_t listed = 0;
+  auto add = [&](const std::vector<std::string>& names) {
+    seen.insert(names.begin(), names.end());
+    listed += names.size();
+  };
+  if (p.optimizer)
+    for (const ParamGroupSpec& g : p.optimizer->groups) add(g.params);
+  for (const Action& a : p.actions)
+    if (a.kind == ActionKind::AddParamGroup) add(a.new_group.params);
+  return seen.size() != listed;
 }
 
 void validate(const Program& p, const ProgramLimits& limits) {
@@ -460,8 +484,25 @@ void validate(const Program& p, const ProgramLimits& limits) {
     throw ProgramError("/actions", std::to_string(action_count) + " actions (closures' included) exceed the limit of " +
                                        std::to_string(limits.max_actions));
   std::optional<TypedShape> output;  // the output of the most recent forward, tracked statically
-  for (size_t i = 0; i < p.actions.size(); ++i)
-    check_action(p, p.actions[i], "/actions/" + std::to_string(i), program_loss, limits, output);
+  std::set<std::string> checkpoints;  // saved by the state_dict actions so far (SEMANTICS §19.5)
+  const bool listed_twice = lists_a_param_twice(p);
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    const std::string path = "/actions/" + std::to_string(i);
+    check_action(p, p.actions[i], path, program_loss, limits, output);
+    const Action& a = p.actions[i];
+    if (a.kind == ActionKind::StateDict) checkpoints.insert(a.checkpoint);
+    if (a.kind == ActionKind::LoadStateDict && !checkpoints.count(a.checkpoint))
+      throw ProgramError(path + "/checkpoint", "no earlier state_dict saved checkpoint '" + a.checkpoint + "'");
+    if (a.kind == ActionKind::LoadStateDict && listed_twice)
+      throw ProgramError(path, "load_state_dict where the groups list a parameter twice: LibTorch 1.13's load leaves that "
+                               "parameter a null state and its next step crashes (SEM-19.3), so lockstep does not run it");
+    if ((a.kind == ActionKind::StateDict || a.kind == ActionKind::LoadStateDict) && p.optimizer &&
+        p.optimizer->kind == OptimizerKind::LBFGS)
+      throw ProgramError(path, std::string(action_name(a.kind)) +
+                                   " of L-BFGS is not modelled: LibTorch 1.13's archive fails on the state a step leaves "
+                                   "when it ends before its first direction, and PyTorch's load casts L-BFGS's history "
+                                   "to the first parameter's dtype (SEM-19.3)");
+  }
 
   // What running it would take, as a whole (program_cost.h).
   check_program_cost(p, limits);

@@ -159,6 +159,8 @@ enum class ActionKind {
   AddParamGroup,  // optimizer.add_param_group(new_group)
   ClipGradNorm,   // clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite); returns the total norm (§18)
   ClipGradValue,  // clip_grad_value_(params, clip_value) (SEMANTICS §18.5)
+  StateDict,      // save the optimizer's state and group options under `checkpoint` (SEMANTICS §19.5)
+  LoadStateDict,  // load `checkpoint` into the optimizer, or into a freshly constructed one (`fresh`, SEM-19.5)
 };
 
 const char* action_name(ActionKind k);  // "forward", "backward", "zero_grad", "set_grad_none", ...
@@ -190,6 +192,11 @@ struct Action {
   double norm_type = 2;
   bool error_if_nonfinite = false;
   double clip_value = 1;
+  // StateDict, LoadStateDict (SEMANTICS §19): the checkpoint's name; a load names one an earlier state_dict saved.
+  // `fresh`: the load first replaces the optimizer with one constructed from the program's optimizer spec, as a
+  // resumed run does.
+  std::string checkpoint;
+  bool fresh = false;
   // Step: the closure's actions, run in order at every call the step makes (SEMANTICS §17.2); unset: step()
   // without a closure. validate() allows forward, backward, zero_grad, set_grad_none and hold_grad, at least one
   // forward among them.
@@ -267,6 +274,10 @@ TypedShape infer_shape(const Expr& e, const std::vector<ParamSpec>& params, cons
                        const ProgramLimits& limits = {});
 
 // Checks the whole program; throws ProgramError naming the first problem.
+// Whether the optimizer's groups and those add_param_group adds list a parameter more than once, in one group or in
+// two (SEM-7.4).
+bool lists_a_param_twice(const Program& p);
+
 void validate(const Program& p, const ProgramLimits& limits = {});
 
 // The program's actions in the order they run when every closure is called once (SEMANTICS §17.1): a step's closure

@@ -197,6 +197,15 @@ class CostWalk {
         cost_.observed_values = sat_add(cost_.observed_values, 1);
         break;
       }
+      case ActionKind::StateDict:
+      case ActionKind::LoadStateDict: {
+        // A copy of every parameter's state (at most four tensors like it, SEMANTICS §19.5), kept or restored: the
+        // copies a run keeps are bounded through the arithmetic.
+        int64_t all = 0;
+        for (const auto& entry : numel_) all = sat_add(all, entry.second);
+        cost_.arithmetic = sat_add(cost_.arithmetic, sat_mul(all, 4));
+        break;
+      }
     }
     observe();
   }

@@ -299,7 +299,8 @@ Action action_from_json(const ordered_json& j, const std::string& pointer, ExprR
   if (!kind)
     throw JsonError(r.pointer("action"),
                     "unknown action '" + name + "' (expected forward, backward, zero_grad, set_grad_none, "
-                    "hold_grad, step, set_options, add_param_group, clip_grad_norm or clip_grad_value)");
+                    "hold_grad, step, set_options, add_param_group, clip_grad_norm, clip_grad_value, state_dict or "
+                    "load_state_dict)");
   Action a;
   a.kind = *kind;
   switch (a.kind) {
@@ -361,6 +362,13 @@ Action action_from_json(const ordered_json& j, const std::string& pointer, ExprR
       a.params = strings_from_json(r.required("params"), r.pointer("params"));
       a.clip_value = number_from_json(r.required("clip_value"), r.pointer("clip_value"));
       break;
+    case ActionKind::StateDict:  // SEMANTICS §19.5
+      a.checkpoint = r.string("checkpoint");
+      break;
+    case ActionKind::LoadStateDict:
+      a.checkpoint = r.string("checkpoint");
+      a.fresh = r.optional_bool("fresh").value_or(false);
+      break;
   }
   r.finish(true);
   return a;
@@ -413,6 +421,13 @@ ordered_json action_to_json(const Action& a) {
     case ActionKind::ClipGradValue:
       out["params"] = a.params;
       out["clip_value"] = number_to_json(a.clip_value);
+      break;
+    case ActionKind::StateDict:
+      out["checkpoint"] = a.checkpoint;
+      break;
+    case ActionKind::LoadStateDict:
+      out["checkpoint"] = a.checkpoint;
+      if (a.fresh) out["fresh"] = true;
       break;
   }
   return out;

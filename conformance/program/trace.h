@@ -34,6 +34,7 @@ inline constexpr const char* kNoOptimizer = "no_optimizer";        // step/zero_
 inline constexpr const char* kNoOutput = "no_output";              // backward before any forward
 inline constexpr const char* kNoSuchGroup = "no_such_group";       // set_options on a missing group
 inline constexpr const char* kNonfiniteNorm = "nonfinite_norm";    // clip_grad_norm, error_if_nonfinite (SEM-18.3)
+inline constexpr const char* kStateDictMismatch = "state_dict_mismatch";  // load_state_dict: groups differ (SEM-19.3)
 inline constexpr const char* kOther = "other";                     // anything else the engine threw
 }  // namespace error_kind
 

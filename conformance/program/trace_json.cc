@@ -14,7 +14,7 @@ const std::vector<const char*>& all_error_kinds() {
       error_kind::kNonscalarBackward, error_kind::kNonLeafParameter,          error_kind::kDuplicateParameter,
       error_kind::kGradientShape,     error_kind::kInplaceModified,           error_kind::kNoOptimizer,
       error_kind::kNoOutput,          error_kind::kNoSuchGroup,               error_kind::kNonfiniteNorm,
-      error_kind::kOther};
+      error_kind::kStateDictMismatch, error_kind::kOther};
   return kinds;
 }
 

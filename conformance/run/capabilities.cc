@@ -163,8 +163,9 @@ Capabilities driver_capabilities(const json& hello) {
           c.protocol, fmt::join(newer, ", "), kDriverProtocolVersion);
   }
   // Without its own list of features, a driver gets none that came after its protocol: a step's closure came with
-  // protocol 4 (SEMANTICS §17), gradient clipping with protocol 6 (SEMANTICS §18).
-  static const std::map<std::string, int> kFeatureSince = {{"closure", 4}, {"clip_grad_norm", 6}, {"clip_grad_value", 6}};
+  // protocol 4 (SEMANTICS §17), gradient clipping with protocol 6 (SEMANTICS §18), checkpoints with 7 (SEMANTICS §19).
+  static const std::map<std::string, int> kFeatureSince = {
+      {"closure", 4}, {"clip_grad_norm", 6}, {"clip_grad_value", 6}, {"state_dict", 7}, {"load_state_dict", 7}};
   if (!c.features && c.protocol < kDriverProtocolVersion) {
     std::vector<std::string> newer;
     c.features.emplace();

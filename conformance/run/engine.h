@@ -110,6 +110,21 @@ class Engine {
     throw EngineError(error_kind::kOther, name() + " does not implement clip_grad_value (SEMANTICS §18)");
   }
 
+  // optimizer.state_dict() kept under `checkpoint` as a saved copy (torch::save to memory): later steps do not change
+  // it (SEMANTICS §19.5). Called only when the setup built an optimizer. The default fails: an engine written before
+  // SEMANTICS §19 does not checkpoint.
+  virtual void state_dict(const std::string& checkpoint) {
+    (void)checkpoint;
+    throw EngineError(error_kind::kOther, name() + " does not implement state_dict (SEMANTICS §19)");
+  }
+  // optimizer.load_state_dict() of a checkpoint state_dict() saved (SEM-19.2, 19.3): into the optimizer as it is, or,
+  // with `fresh`, into one constructed anew from the program's optimizer spec, which replaces it (a resumed run). A
+  // saved state whose groups do not fit fails with error_kind::kStateDictMismatch.
+  virtual void load_state_dict(const std::string& checkpoint, bool fresh) {
+    (void)checkpoint, (void)fresh;
+    throw EngineError(error_kind::kOther, name() + " does not implement load_state_dict (SEMANTICS §19)");
+  }
+
   virtual EngineState observe() = 0;
 
   // Lockstep mode: overwrite every number of the engine's state (parameter values, grad values, optimizer

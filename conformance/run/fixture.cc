@@ -91,6 +91,7 @@ const std::vector<FeatureTagInfo> kStructureTags = {
     {"hold_grad", "a handle to a grad is held and observed (SEM-3.2, SEM-4.1, SEM-4.2)"},
     {"closure", "a step with a closure: the step runs its actions and returns its loss (SEM-17)"},
     {"clipping", "clip_grad_norm or clip_grad_value between backward and step (SEM-18)"},
+    {"checkpoint", "optimizer.state_dict() and load_state_dict(): a saved state loaded later (SEM-19)"},
     {"no_grad", "a forward under no_grad (SEM-2.3)"},
     {"weight_tying", "a parameter used more than once in one loss (SEM-2.6)"},
     {"errors", "an action (or the setup) fails; the error kind is part of the trace (SEM-8)"},
@@ -221,6 +222,8 @@ std::vector<std::string> feature_tags(const Program& program, const Trace* trace
       case ActionKind::HoldGrad: tags.insert("hold_grad"); break;
       case ActionKind::ClipGradNorm:
       case ActionKind::ClipGradValue: tags.insert("clipping"); break;  // SEMANTICS §18
+      case ActionKind::StateDict:
+      case ActionKind::LoadStateDict: tags.insert("checkpoint"); break;  // SEMANTICS §19
       case ActionKind::Step:
         if (a.closure) {
           tags.insert("closure");

@@ -112,6 +112,14 @@ Record run_one(const Program& program, Engine& engine, bool has_optimizer, const
         record.returned = engine.clip_grad_norm(a.params, a.max_norm, a.norm_type, a.error_if_nonfinite);
         break;
       case ActionKind::ClipGradValue: engine.clip_grad_value(a.params, a.clip_value); break;
+      case ActionKind::StateDict:
+      case ActionKind::LoadStateDict:
+        // SEMANTICS §19.5: both need the optimizer (no_optimizer, as a step without one).
+        if (!has_optimizer)
+          throw EngineError(error_kind::kNoOptimizer, std::string(action_name(a.kind)) + " without an optimizer");
+        if (a.kind == ActionKind::StateDict) engine.state_dict(a.checkpoint);
+        else engine.load_state_dict(a.checkpoint, a.fresh);
+        break;
     }
   });
   record.state = engine.observe();

@@ -78,16 +78,29 @@ void list_version_rule(RunScope& s, const std::string& reason) {
 
 }  // namespace
 
-// SEM-18.1: LibTorch 2.x takes the 2-norm of a one-element tensor as its absolute value, 1.x squares it in the dtype
-// (inf or 0 where the square leaves the range): between generations every clip_grad_norm is left out.
-constexpr const char* kClipNormVersionRule = "clip-norm-of-one-element-by-version";
+// Rules that leave out one feature between generations (SEM-12.5), each where the two generations' oracles differ.
+struct FeatureVersionRule {
+  const char* id;
+  const char* feature;
+  const char* sections;
+  const char* difference;
+};
+constexpr FeatureVersionRule kFeatureVersionRules[] = {
+    // LibTorch 2.x takes the 2-norm of a one-element tensor as its absolute value, 1.x squares it in the dtype.
+    {"clip-norm-of-one-element-by-version", "clip_grad_norm", "SEM-18.1",
+     "LibTorch 2.x takes the 2-norm of a one-element tensor as its absolute value where 1.x squares it in the dtype "
+     "(inf or 0 once the square leaves the range), so a clip_grad_norm can differ by version"},
+    // LibTorch 1.13's torch::load keeps the groups' options, 2.x restores the saved ones.
+    {"load-options-by-version", "load_options_differ", "SEM-19.2",
+     "LibTorch 1.13's load of a checkpoint keeps the optimizer's group options where 2.x restores the saved ones, so a "
+     "load into an optimizer whose options changed since the save differs by version"},
+};
 
-std::string clip_rule_reason(const std::string& implementation_version, const std::string& oracle_version) {
+std::string feature_rule_reason(const FeatureVersionRule& rule, const std::string& implementation_version,
+                                const std::string& oracle_version) {
   if (version_rule_reason(implementation_version, oracle_version).empty()) return "";
-  return fmt::format("SEM-18.1, SEM-12.5 rule {}: the implementation follows PyTorch {}, the recording oracle is {}: "
-                     "LibTorch 2.x takes the 2-norm of a one-element tensor as its absolute value where 1.x squares it in "
-                     "the dtype (inf or 0 once the square leaves the range), so a clip_grad_norm can differ by version",
-                     kClipNormVersionRule, implementation_version, oracle_version);
+  return fmt::format("{}, SEM-12.5 rule {}: the implementation follows PyTorch {}, the recording oracle is {}: {}",
+                     rule.sections, rule.id, implementation_version, oracle_version, rule.difference);
 }
 
 void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {
@@ -96,26 +109,28 @@ void apply_version_rules(RunScope& s, const std::string& implementation_version,
   s.scope->exclude({"op:embedding", "backward_after_step"}, reason, "version");
   list_version_rule(s, reason);
   s.coverage.left_out.emplace_back(std::vector<std::string>{"op:embedding", "backward_after_step"}, reason);
-  const std::string clip = clip_rule_reason(implementation_version, oracle_version);
-  s.scope->exclude({"clip_grad_norm"}, clip, "version");
-  s.coverage.rules.push_back({kClipNormVersionRule, "avoid", clip, 0});
-  s.coverage.left_out.emplace_back(std::vector<std::string>{"clip_grad_norm"}, clip);
+  for (const FeatureVersionRule& rule : kFeatureVersionRules) {
+    const std::string why = feature_rule_reason(rule, implementation_version, oracle_version);
+    s.scope->exclude({rule.feature}, why, "version");
+    s.coverage.rules.push_back({rule.id, "avoid", why, 0});
+    s.coverage.left_out.emplace_back(std::vector<std::string>{rule.feature}, why);
+  }
 }
 
 bool in_version_scope(RunScope& s, const std::string& id, const Program& program, const std::set<std::string>& features,
                       const std::string& implementation_version, const std::string& recorder_version, std::string* why) {
-  if (features.count("clip_grad_norm")) {
-    const std::string clip = clip_rule_reason(implementation_version, recorder_version);
-    if (!clip.empty()) {
-      bool listed = false;
-      for (const AppliedRule& r : s.coverage.rules) listed = listed || r.id == kClipNormVersionRule;
-      if (!listed) s.coverage.rules.push_back({kClipNormVersionRule, "avoid", clip, 0});
-      ++s.coverage.out_of_scope;
-      s.coverage.left_out_cases.push_back({id, clip, feature_areas(program)});
-      ++s.left_out_by[clip];
-      if (why) *why = clip;
-      return false;
-    }
+  for (const FeatureVersionRule& rule : kFeatureVersionRules) {
+    if (!features.count(rule.feature)) continue;
+    const std::string reason = feature_rule_reason(rule, implementation_version, recorder_version);
+    if (reason.empty()) continue;
+    bool listed = false;
+    for (const AppliedRule& r : s.coverage.rules) listed = listed || r.id == rule.id;
+    if (!listed) s.coverage.rules.push_back({rule.id, "avoid", reason, 0});
+    ++s.coverage.out_of_scope;
+    s.coverage.left_out_cases.push_back({id, reason, feature_areas(program)});
+    ++s.left_out_by[reason];
+    if (why) *why = reason;
+    return false;
   }
   if (!features.count("op:embedding") || !features.count("backward_after_step")) return true;
   const std::string reason = version_rule_reason(implementation_version, recorder_version);

@@ -40,6 +40,10 @@ class TinyEngine : public lockstep::Engine {
   void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
     framework_->clip_grad_value(params, clip_value);
   }
+  void state_dict(const std::string& checkpoint) override { framework_->state_dict(checkpoint); }
+  void load_state_dict(const std::string& checkpoint, bool fresh) override {
+    framework_->load_state_dict(checkpoint, fresh);
+  }
   lockstep::EngineState observe() override { return framework_->observe(); }
   void synchronise(const lockstep::EngineState& target) override { framework_->synchronise(target); }
 

@@ -32,6 +32,11 @@ lockstep_driverkit.py):
  - foreach=False and maximize=False are passed explicitly (the single-tensor path, like the C++ optimizers).
    LBFGS has neither argument (one path); --mode foreach and fused do not declare it. Its steps call the kit's
    closure; its counts func_evals/n_iter are observed under the first parameter, as Python keeps them (SEM-16.2).
+ - state_dict: copy.deepcopy(optimizer.state_dict()), a saved copy as torch.save to a file keeps it (SEMANTICS
+   §19.5); load_state_dict: optimizer.load_state_dict() of a deep copy of it, so that loads never share tensors
+   (SEM-19.4); with "fresh", into a new optimizer the kit builds as at setup, which replaces the old one. Saved
+   groups that do not fit are "state_dict_mismatch" (SEM-19.3). A loaded state is observed as Python holds it (1.13:
+   Adam's step a float32 tensor, RMSprop's an int; the parameters the checkpoint has no state for lose theirs).
 The driver never hides a difference: the optimizer state is observed as Python holds it (SGD without momentum
 keeps a state entry {'momentum_buffer': None}, observed as an existing state without fields; Adagrad's and
 RMSprop's tensor step counts are reported as integers).
@@ -41,6 +46,7 @@ raises KeyError('sum') before any parameter of its group is updated; RMSprop wit
 on after the state exists raises KeyError before counting the step or updating square_avg.
 """
 import argparse
+import copy
 import inspect
 import os
 import sys
@@ -79,6 +85,8 @@ RULES = [
     ("Mismatch in shape", "gradient_shape"),
     ("modified by an inplace operation", "inplace_modified"),
     ("is non-finite, so it cannot be clipped", "nonfinite_norm"),
+    ("loaded state dict has a different number of parameter groups", "state_dict_mismatch"),  # SEM-19.3
+    ("doesn't match the size of optimizer's group", "state_dict_mismatch"),
 ]
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 CLASSES = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
@@ -170,6 +178,12 @@ class Torch(kit.Framework):
     def clip_foreach(self, function):
         has = "foreach" in inspect.signature(function).parameters
         return {"foreach": True} if self.mode == "foreach" and has else {}
+
+    # optimizer checkpoints (SEMANTICS §19): a deep copy is what torch.save to a file keeps (state_dict() hands out the
+    # optimizer's own state tensors, SEM-19.4); each load gets a copy of its own, as a torch.load of the file would
+    # (2.x's load_state_dict keeps the dict's tensors: two loads of one checkpoint would share them)
+    def state_dict(self, optimizer): return copy.deepcopy(optimizer.state_dict())
+    def load_state_dict(self, optimizer, saved): optimizer.load_state_dict(copy.deepcopy(saved))
 
     def classify(self, message):
         return next((kind for needle, kind in RULES if needle in message), "other")

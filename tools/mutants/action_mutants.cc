@@ -11,8 +11,12 @@
 
 #include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/features.h"
+#include "impl/adagrad.h"
+#include "impl/adam.h"
 #include "impl/autograd.h"
 #include "impl/ops.h"
+#include "impl/rmsprop.h"
+#include "impl/sgd.h"
 #include "tools/mutants/mutant_engines.h"
 
 namespace lockstep::mutants_detail {
@@ -108,6 +112,37 @@ class ActionMutant : public ImplEngine {
         }
         return;
       default: return ImplEngine::clip_grad_value(params, clip_value);
+    }
+  }
+
+  // SEM-19.
+  void load_state_dict(const std::string& checkpoint, bool fresh) override {
+    auto saved = checkpoints().find(checkpoint);
+    if (m_ == Mutant::StateDictSharesState && optimizer() && saved != checkpoints().end())
+      saved->second = optimizer()->save();  // what references to the live state read now
+    std::vector<std::unique_ptr<impl::OptionsBase>> kept;  // LoadOptionsOtherVersion: the options before the load
+    if (m_ == Mutant::LoadOptionsOtherVersion && optimizer() && saved != checkpoints().end() && !fresh)
+      for (const impl::ParamGroup& g : optimizer()->param_groups()) kept.push_back(g.options->clone());
+    ImplEngine::load_state_dict(checkpoint, fresh);
+    impl::Optimizer* o = optimizer();
+    if (!o || saved == checkpoints().end()) return;
+    switch (m_) {
+      case Mutant::LoadResetsStepCount:
+      case Mutant::LoadRecreatesMoments:
+        for (const impl::ParamGroup& g : o->param_groups())
+          for (const impl::Tensor& p : g.params) reset_state(const_cast<impl::ParamState*>(o->state(p)));
+        return;
+      case Mutant::LoadOptionsOtherVersion: {
+        auto& groups = o->param_groups();
+        if (follows_2x()) {  // keep what the groups had (a fresh optimizer: the program's options)
+          if (kept.size() == groups.size())
+            for (size_t g = 0; g < groups.size(); ++g) groups[g].options = std::move(kept[g]);
+        } else if (saved->second.group_options.size() == groups.size()) {  // restore the saved
+          for (size_t g = 0; g < groups.size(); ++g) groups[g].options = saved->second.group_options[g]->clone();
+        }
+        return;
+      }
+      default: return;
     }
   }
 
@@ -290,6 +325,27 @@ class ActionMutant : public ImplEngine {
       if (!p.grad().defined()) p.set_grad(impl::Tensor::zeros(p.dtype(), p.shape()));
     }
   }
+  // LoadResetsStepCount: the step count back to 0; LoadRecreatesMoments: every state tensor zeros.
+  void reset_state(impl::ParamState* s) const {
+    if (!s) return;
+    auto zero = [](impl::Tensor& t) {
+      if (t.defined()) t = impl::Tensor::zeros(t.dtype(), t.shape());
+    };
+    const bool steps = m_ == Mutant::LoadResetsStepCount;
+    if (auto* a = dynamic_cast<impl::AdamParamState*>(s)) {
+      if (steps) a->step = 0;
+      else zero(a->exp_avg), zero(a->exp_avg_sq), zero(a->max_exp_avg_sq);
+    } else if (auto* r = dynamic_cast<impl::RMSpropParamState*>(s)) {
+      if (steps) r->step = 0;
+      else zero(r->square_avg), zero(r->momentum_buffer), zero(r->grad_avg);
+    } else if (auto* g = dynamic_cast<impl::AdagradParamState*>(s)) {
+      if (steps) g->step = 0;
+      else zero(g->sum);
+    } else if (auto* m = dynamic_cast<impl::SGDParamState*>(s)) {
+      if (!steps) zero(m->momentum_buffer);
+    }
+  }
+
   // ClipListedOnce: the names without repeats, in first-listed order.
   static std::vector<std::string> once(const std::vector<std::string>& params) {
     std::vector<std::string> out;
@@ -340,6 +396,10 @@ std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_
     case Mutant::ClipNonfiniteIgnored:
     case Mutant::ClipListedOnce:
     case Mutant::ClipValueOneSided:
+    case Mutant::LoadResetsStepCount:
+    case Mutant::LoadRecreatesMoments:
+    case Mutant::StateDictSharesState:
+    case Mutant::LoadOptionsOtherVersion:
       return std::make_unique<ActionMutant>(m, zero_grad_default_none);
     default:
       return nullptr;

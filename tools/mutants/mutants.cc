@@ -88,6 +88,16 @@ const std::vector<MutantInfo>& mutant_catalogue() {
       {Mutant::ClipListedOnce, "clip_listed_once",
        "clip_grad_norm and clip_grad_value take the listed parameters as a set: a parameter listed twice is counted "
        "and scaled once", "SEM-18.4"},
+      {Mutant::LoadResetsStepCount, "load_resets_step_count",
+       "load_state_dict restores the moments but every step count in the optimizer starts again at 0", "SEM-19.1"},
+      {Mutant::LoadRecreatesMoments, "load_recreates_moments",
+       "load_state_dict restores the step counts but re-creates every state tensor as zeros", "SEM-19.1"},
+      {Mutant::StateDictSharesState, "state_dict_shares_state",
+       "state_dict keeps references to the optimizer's own state, not a copy: a load gives back the state as it is "
+       "at the load, not as it was at the save", "SEM-19.4"},
+      {Mutant::LoadOptionsOtherVersion, "load_options_other_version",
+       "load_state_dict follows the other LibTorch generation's rule for group options: 1.13 keeps the optimizer's, "
+       "2.x restores the saved ones", "SEM-19.2"},
       {Mutant::ClipValueOneSided, "clip_value_one_sided",
        "clip_grad_value clamps from above only (min(g, clip_value)): large negative grads stay", "SEM-18.5"},
       {Mutant::SgdDampeningFirstStep, "sgd_dampening_first_step",

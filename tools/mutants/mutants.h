@@ -54,6 +54,11 @@ enum class Mutant : uint8_t {
   ClipNonfiniteIgnored,
   ClipListedOnce,
   ClipValueOneSided,
+  // checkpoints (SEM-19)
+  LoadResetsStepCount,
+  LoadRecreatesMoments,
+  StateDictSharesState,
+  LoadOptionsOtherVersion,
   // SGD (SEM-5.3, SEM-5.4)
   SgdDampeningFirstStep,
   SgdWeightDecayAfterMomentum,

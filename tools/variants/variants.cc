@@ -157,6 +157,10 @@ class VariantEngine : public Engine {
   void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
     inner_->clip_grad_value(params, clip_value);
   }
+  void state_dict(const std::string& checkpoint) override { inner_->state_dict(checkpoint); }
+  void load_state_dict(const std::string& checkpoint, bool fresh) override {
+    inner_->load_state_dict(checkpoint, fresh);
+  }
 
   EngineState observe() override {
     EngineState s = look();
@@ -501,6 +505,12 @@ class UlpNoise : public VariantEngine {
   }
   void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
     noisy(ActionKind::ClipGradValue, [&] { inner().clip_grad_value(params, clip_value); });
+  }
+  void state_dict(const std::string& checkpoint) override {
+    noisy(ActionKind::StateDict, [&] { inner().state_dict(checkpoint); });
+  }
+  void load_state_dict(const std::string& checkpoint, bool fresh) override {
+    noisy(ActionKind::LoadStateDict, [&] { inner().load_state_dict(checkpoint, fresh); });
   }
 
  private:

@@ -10,5 +10,8 @@ trap 'rm -rf "$out"' EXIT
 g++ -std=c++17 -O0 "$here/optimizer_archive.cc" -o "$out/optimizer_archive" -I/usr/include/torch/csrc/api/include -ltorch -ltorch_cpu -lc10
 echo "== C++"
 "$out/optimizer_archive" 2>&1 | grep -v "^frame"
+g++ -std=c++17 -O0 "$here/duplicate_param_load_crash.cc" -o "$out/duplicate_param_load_crash" -I/usr/include/torch/csrc/api/include -ltorch -ltorch_cpu -lc10
+echo "== C++, a parameter listed twice (a crash here is the finding: SEMANTICS 19.3)"
+"$out/duplicate_param_load_crash" 2>&1 || echo "  exit status $?"
 echo "== Python"
 /usr/bin/python3 "$here/optimizer_state_dict.py"

@@ -27,7 +27,7 @@ const readline = require('readline');
 
 const KINDS = ['invalid_option', 'backward_through_freed_graph', 'no_grad_fn', 'nonscalar_backward',
   'non_leaf_parameter', 'duplicate_parameter', 'inplace_modified', 'gradient_shape', 'no_optimizer', 'no_output',
-  'no_such_group', 'nonfinite_norm', 'other'];
+  'no_such_group', 'nonfinite_norm', 'state_dict_mismatch', 'other'];
 
 // An action failed with one of the error kinds of PROTOCOL §4: recorded in that action's record, the program goes on.
 class EngineError extends Error {

@@ -4,7 +4,7 @@
 # the kit. Checks, with any python3 >= 3.9 (no torch needed):
 #  1. the kit's unit tests pass (number encoding, hello, refusals, records), and fail on a copy of the kit with a
 #     planted bug (a lost -Infinity; a grad always reported as the same object; L-BFGS's counts not observed;
-#     L-BFGS declared by a framework without step(closure));
+#     L-BFGS declared by a framework without step(closure); a load_state_dict's "fresh" ignored);
 #  2. replay of the corpus with the hello's computed "supports": the tiny framework's fixtures pass (41 today, every
 #     op-edge fixture of its ops among them), nothing fails, nothing is skipped, the rest is left out by the scope;
 #  3. the same with a hello without "supports": lockstep sends everything, the same fixtures pass, and every other
@@ -51,6 +51,7 @@ plant minus-infinity-lost 'return "Infinity" if x > 0 else "-Infinity"' 'return 
 plant grad-always-same 'g["same_as_previous"] = self.same(grad, self.previous_grad[name])' 'g["same_as_previous"] = True'
 plant lbfgs-counts-lost 'for key in STATE_COUNTS:' 'for key in ():'
 plant lbfgs-without-closure-declared 'if k not in _OPTIMIZER_NEEDS or self.has(_OPTIMIZER_NEEDS[k])}' 'if True}'
+plant checkpoint-fresh-ignored 'if action.get("fresh", False):' 'if False:'
 
 # The guide's copy of the example is the example.
 check '
@@ -90,7 +91,7 @@ assert r["summary"]["failed"] == 0, r["summary"]
 assert passed == set(open(sys.argv[1] + "/passed.txt").read().split()), "not the fixtures the scope gave"
 assert len(passed) + len(skipped) == len(r["cases"]) > 400, (len(passed), len(skipped), len(r["cases"]))
 features = {"create_graph", "add_param_group", "no_grad", "set_options", "param_groups", "hold_grad", "closure", "clip_grad_norm",
-            "clip_grad_value"}
+            "clip_grad_value", "state_dict", "load_state_dict"}
 automatic = re.compile(r"^(float32|op:[a-z_]+|adam|adamw|rmsprop|adagrad|lbfgs|sgd\.(dampening|weight_decay|nesterov))$")
 declined = {"sum of a 0-d parameter (SEM-3.7)"}  # raised by the tiny mapping itself
 bad = {i: why for i, why in skipped.items() if not automatic.match(why) and why not in features | declined}

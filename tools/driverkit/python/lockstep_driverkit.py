@@ -79,6 +79,18 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
                                                is 1, 2 or float("inf"); a non-finite total with error_if_nonfinite
                                                raises (kind "nonfinite_norm")
              clip_grad_value(params, clip_value)   optional ("clip_grad_value")
+  checkpoints
+             state_dict(optimizer)             optional ("state_dict", SEMANTICS §19): a saved copy of the
+                                               optimizer's state and group options, as torch.save to a file keeps
+                                               it: later steps must not change it (torch: a deep copy of
+                                               optimizer.state_dict()); the kit keeps it under the checkpoint's name
+             load_state_dict(optimizer, saved) optional ("load_state_dict"): load what state_dict returned; the kit
+                                               passes the same object to every load of a checkpoint, so copy it
+                                               where the framework keeps what it loads (torch 2.x, SEM-19.4). Saved
+                                               groups that do not fit (another number of groups, a group of another
+                                               size) raise (kind "state_dict_mismatch"). A load with "fresh" is the
+                                               kit's: it first replaces the optimizer by a new one from
+                                               make_optimizer, built as at setup
   errors     classify(message) -> kind         map a framework exception's message to a PROTOCOL §4 kind
                                                (default "other"); or raise EngineError(kind, message) yourself
              raise Unsupported("name")         anywhere: the whole program is answered {"unsupported": "name"}
@@ -99,7 +111,7 @@ import sys
 
 KINDS = ("invalid_option", "backward_through_freed_graph", "no_grad_fn", "nonscalar_backward", "non_leaf_parameter",
          "duplicate_parameter", "inplace_modified", "gradient_shape", "no_optimizer", "no_output", "no_such_group",
-         "nonfinite_norm", "other")
+         "nonfinite_norm", "state_dict_mismatch", "other")
 
 
 class EngineError(Exception):
@@ -170,15 +182,17 @@ STATE_COUNTS = ("func_evals", "n_iter")  # L-BFGS's counts (SEM-16.2), under the
 _OPTIMIZER_NEEDS = {"lbfgs": "step_with_closure"}
 FEATURES = ("retain_graph", "create_graph", "no_grad", "explicit_gradient", "zero_grad", "set_to_none",
             "zero_grad_default", "set_grad_none", "hold_grad", "param_groups", "add_param_group", "set_options",
-            "special_values", "invalid_options", "closure", "clip_grad_norm", "clip_grad_value")
+            "special_values", "invalid_options", "closure", "clip_grad_norm", "clip_grad_value", "state_dict",
+            "load_state_dict")
 # The method a feature needs (SEMANTICS §13); the optimizer features need make_optimizer as well.
 _FEATURE_NEEDS = {"retain_graph": "backward", "create_graph": "backward", "explicit_gradient": "backward",
                   "no_grad": "no_grad", "zero_grad": "zero_grad", "set_to_none": "zero_grad",
                   "zero_grad_default": "zero_grad", "set_grad_none": "set_grad_none",
                   "add_param_group": "add_param_group", "closure": "step_with_closure",
-                  "clip_grad_norm": "clip_grad_norm", "clip_grad_value": "clip_grad_value"}
+                  "clip_grad_norm": "clip_grad_norm", "clip_grad_value": "clip_grad_value",
+                  "state_dict": "state_dict", "load_state_dict": "load_state_dict"}
 _OPTIMIZER_FEATURES = ("zero_grad", "set_to_none", "zero_grad_default", "param_groups", "add_param_group",
-                       "set_options", "invalid_options", "closure")
+                       "set_options", "invalid_options", "closure", "state_dict", "load_state_dict")
 
 
 def options_in(options):
@@ -314,6 +328,12 @@ class Framework:
     # or float("inf"); a non-finite total with error_if_nonfinite raises (classify it "nonfinite_norm").
     def clip_grad_norm(self, params, max_norm, norm_type, error_if_nonfinite): raise NotImplementedError
     def clip_grad_value(self, params, clip_value): raise NotImplementedError
+    # optimizer checkpoints (SEMANTICS §19): state_dict returns a saved copy of the optimizer's state and group options
+    # that later steps do not change (torch: copy.deepcopy(optimizer.state_dict())); load_state_dict loads one (the
+    # same object at every load of a checkpoint: copy it again where the framework keeps what it loads). Saved groups
+    # that do not fit the optimizer's raise (classify it "state_dict_mismatch"). A fresh load is the kit's (Run.run).
+    def state_dict(self, optimizer): raise NotImplementedError
+    def load_state_dict(self, optimizer, saved): raise NotImplementedError
 
     # errors
     def classify(self, message): return "other"
@@ -414,7 +434,7 @@ def unsupported_reason(program, caps):
         elif a["action"] == "zero_grad" and opt is not None:
             needs.append({None: "zero_grad_default", True: "set_to_none", False: "zero_grad"}[a.get("set_to_none")])
         elif a["action"] in ("set_grad_none", "hold_grad", "add_param_group", "set_options", "clip_grad_norm",
-                             "clip_grad_value"):
+                             "clip_grad_value", "state_dict", "load_state_dict"):
             needs.append(a["action"])
             if a["action"] == "clip_grad_norm" and _special([a["max_norm"]]):
                 needs.append("special_values")
@@ -451,6 +471,7 @@ class Run:
         self.closure_calls = None     # a step with a closure: its calls' records, for the step's record
         self.closure_returned = None  # and what the step returned
         self.clip_returned = None     # what a clip_grad_norm returned: its total norm (SEMANTICS §18.1)
+        self.checkpoints = {}         # name -> what fw.state_dict saved (SEMANTICS §19.5)
 
     # --- setup --------------------------------------------------------------------------------------------------
     def tensor(self, values, dtype, shape, param=False):
@@ -586,6 +607,18 @@ class Run:
                                                         bool(action.get("error_if_nonfinite", False)))
         elif a == "clip_grad_value":  # SEMANTICS §18.5
             self.fw.clip_grad_value([self.params[name] for name in action["params"]], number_in(action["clip_value"]))
+        elif a == "state_dict":  # SEMANTICS §19.5: a saved copy, kept under its name
+            self.require_optimizer("state_dict")
+            self.checkpoints[action["checkpoint"]] = self.fw.state_dict(self.optimizer)
+        elif a == "load_state_dict":  # SEM-19.2, 19.3, 19.5
+            self.require_optimizer("load_state_dict")
+            name = action["checkpoint"]
+            if name not in self.checkpoints:  # lockstep validates programs: a load names an earlier save
+                raise EngineError("other", "no checkpoint '%s' was saved" % name)
+            if action.get("fresh", False):  # a resumed run: a new optimizer, built as the setup built it, replaces it
+                self.optimizer = None
+                self.make_optimizer(self.program["optimizer"])
+            self.fw.load_state_dict(self.optimizer, self.checkpoints[name])
         else:
             raise EngineError("other", "unknown action '%s'" % a)
 
@@ -745,8 +778,8 @@ def run_program(fw, program):
 
 # ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ------------------------------------------------------------
 
-PROTOCOL = 6  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5),
-#              plus gradient clipping (6)
+PROTOCOL = 7  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5),
+#              plus gradient clipping (6), plus optimizer checkpoints (7)
 
 
 def hello(fw, requested=1):

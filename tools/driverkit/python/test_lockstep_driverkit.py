@@ -127,7 +127,8 @@ class Hello(unittest.TestCase):
         self.assertEqual(kit.hello(fw, 4)["protocol"], 4)
         self.assertEqual(kit.hello(fw, 5)["protocol"], 5)
         self.assertEqual(kit.hello(fw, 6)["protocol"], 6)
-        self.assertEqual(kit.hello(fw, 7)["protocol"], 6)
+        self.assertEqual(kit.hello(fw, 7)["protocol"], 7)
+        self.assertEqual(kit.hello(fw, 8)["protocol"], 7)
 
     def test_supports_computed_from_the_class(self):
         s = kit.hello(tiny.Tiny())["supports"]
@@ -136,7 +137,8 @@ class Hello(unittest.TestCase):
         self.assertEqual(s["optimizers"], {"sgd": ["lr", "momentum"]})
         for f in ("retain_graph", "explicit_gradient", "no_grad", "zero_grad", "set_to_none", "hold_grad"):
             self.assertIn(f, s["features"])
-        for f in ("create_graph", "add_param_group", "closure", "clip_grad_norm", "clip_grad_value"):  # lacked or no method
+        for f in ("create_graph", "add_param_group", "closure", "clip_grad_norm", "clip_grad_value", "state_dict",
+                  "load_state_dict"):  # lacked or no method
             self.assertNotIn(f, s["features"])
 
     def test_lbfgs_needs_step_with_closure(self):  # PROTOCOL §2a, protocol 5; SEMANTICS §16.2
@@ -231,6 +233,185 @@ class Closure(unittest.TestCase):  # SEMANTICS §17, PROTOCOL §4 "A step with a
     def test_a_framework_without_it_refuses_the_program(self):
         self.assertEqual(kit.run_program(tiny.Tiny(), self.program([{"action": "forward"}])), {"unsupported": "closure"})
         self.assertIn("closure", kit.hello(WithClosure())["supports"]["features"])
+
+
+class WithCheckpoints(tiny.Tiny):
+    """The tiny framework with add_param_group, a step count in the state, and torch-style checkpoints (SEMANTICS §19):
+    state_dict a copy keyed by position, load_state_dict restoring the state and the saved group options, refusing
+    saved groups that do not fit with torch's messages. Every optimizer it makes is kept in `made`."""
+
+    def __init__(self):
+        self.made = []
+
+    def make_optimizer(self, kind, groups, defaults):
+        optimizer = super().make_optimizer(kind, groups, defaults)
+        optimizer.kind, optimizer.defaults = kind, defaults
+        self.made.append(optimizer)
+        return optimizer
+
+    def add_param_group(self, optimizer, group):
+        optimizer.param_groups.append(kit.resolve_group(optimizer.kind, group, optimizer.defaults))
+
+    def step(self, optimizer):
+        optimizer.step()
+        for p in (p for g in optimizer.param_groups for p in g["params"] if p.grad is not None):
+            state = optimizer.state.setdefault(p, {})
+            state["step"] = state.get("step", 0) + 1
+
+    @staticmethod
+    def positions(optimizer):
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        return params, {id(p): i for i, p in enumerate(params)}
+
+    def state_dict(self, optimizer):
+        params, index = self.positions(optimizer)
+        state = {index[id(p)]: {k: v if isinstance(v, int) else list(v.data) for k, v in s.items()}
+                 for p, s in optimizer.state.items()}
+        groups = [dict({k: v for k, v in g.items() if k != "params"}, params=[index[id(p)] for p in g["params"]])
+                  for g in optimizer.param_groups]
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, optimizer, saved):
+        if len(saved["param_groups"]) != len(optimizer.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(s["params"]) != len(g["params"]) for s, g in zip(saved["param_groups"], optimizer.param_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        params, _ = self.positions(optimizer)
+        optimizer.state = {params[i]: {k: v if isinstance(v, int) else tiny.Tensor(v, params[i].shape)
+                                       for k, v in s.items()} for i, s in saved["state"].items()}
+        optimizer.param_groups = [dict(s, params=g["params"])
+                                  for s, g in zip(saved["param_groups"], optimizer.param_groups)]
+
+    def classify(self, message):
+        return "state_dict_mismatch" if "loaded state dict" in message else super().classify(message)
+
+
+class Checkpoints(unittest.TestCase):  # SEMANTICS §19, PROTOCOL §4 "Optimizer checkpoints", protocol 7
+    forward = {"action": "forward", "loss": {"op": "sum", "args": [{"op": "square", "args": [bare("w")]}]}}
+    backward = {"action": "backward"}
+    step = {"action": "step"}
+
+    def program(self, actions, optimizer=None):
+        return {"params": [param("w", [1.0, -2.0]), param("v", [3.0], shape=[1])],
+                "optimizer": optimizer or {"type": "sgd", "defaults": {"lr": 0.25, "momentum": 0.5}, "params": ["w"]},
+                "actions": actions}
+
+    def test_a_load_restores_the_saved_state(self):
+        fw = WithCheckpoints()
+        t = trace(self.program([self.forward, self.backward, self.step, {"action": "state_dict", "checkpoint": "c0"},
+                                {"action": "set_options", "options": {"lr": 1.0}}, self.step, self.step,
+                                {"action": "load_state_dict", "checkpoint": "c0"}, self.step]), fw)
+        records = t["records"]
+        saved = records[3]
+        self.assertNotIn("error", saved)
+        self.assertEqual(saved["params"]["w"]["state"], {"step": 1, "momentum_buffer": [2.0, -4.0]})
+        self.assertEqual(records[6]["params"]["w"]["state"], {"step": 3, "momentum_buffer": [3.5, -7.0]})
+        loaded = records[7]
+        self.assertNotIn("error", loaded)
+        # The saved state, not what the later steps made of it (a saved copy), and the saved options (torch-style).
+        self.assertEqual(loaded["params"]["w"]["state"], saved["params"]["w"]["state"])
+        self.assertEqual(loaded["groups"], saved["groups"])
+        self.assertEqual(loaded["params"]["w"]["values"], records[6]["params"]["w"]["values"])  # parameters stay
+        self.assertEqual(records[8]["params"]["w"]["state"], {"step": 2, "momentum_buffer": [3.0, -6.0]})
+        self.assertEqual(len(fw.made), 1)  # no fresh: the same optimizer
+
+    def test_two_loads_of_one_checkpoint(self):
+        t = trace(self.program([self.forward, self.backward, {"action": "state_dict", "checkpoint": "c0"}, self.step,
+                                {"action": "state_dict", "checkpoint": "c1"}, self.step,
+                                {"action": "load_state_dict", "checkpoint": "c1"}, self.step,
+                                {"action": "load_state_dict", "checkpoint": "c1"},
+                                {"action": "load_state_dict", "checkpoint": "c0"}]), WithCheckpoints())
+        states = [r["params"]["w"]["state"] for r in t["records"]]
+        self.assertEqual(states[2], {})  # saved before any step: an empty state
+        self.assertEqual(states[6], states[4])
+        self.assertEqual(states[8], states[4])  # the step between the loads changed neither the checkpoint
+        self.assertEqual(states[9], {})        # an empty state loaded over a stepped optimizer (SEM-19.3, Python)
+        self.assertTrue(all("error" not in r for r in t["records"]))
+
+    def test_fresh_replaces_the_optimizer(self):
+        fw = WithCheckpoints()
+        optimizer = {"type": "sgd", "defaults": {"lr": 0.25, "momentum": 0.5},
+                     "groups": [{"params": ["w"]}, {"params": ["v"], "options": {"lr": 2.0}}]}
+        t = trace(self.program([{"action": "state_dict", "checkpoint": "c0"},
+                                {"action": "add_param_group", "params": [], "options": {"lr": 3.0}},
+                                {"action": "load_state_dict", "checkpoint": "c0"},
+                                {"action": "load_state_dict", "checkpoint": "c0", "fresh": True},
+                                self.forward, self.backward, self.step], optimizer), fw)
+        records = t["records"]
+        self.assertEqual(len(records[1]["groups"]), 3)
+        self.assertEqual(records[2]["error"]["kind"], "state_dict_mismatch")  # 2 groups saved, 3 now
+        self.assertEqual(len(records[2]["groups"]), 3)                        # a refused load changes nothing
+        self.assertNotIn("error", records[3])
+        self.assertEqual(records[3]["groups"], t["init"]["groups"])  # the program's groups and options, built anew
+        self.assertEqual(records[3]["groups"][1]["options"]["momentum"], 0.0)  # by setup's rule (SEM-7.1)
+        self.assertEqual(len(fw.made), 2)
+        old, new = fw.made
+        self.assertEqual(len(old.param_groups), 3)
+        self.assertEqual(records[6]["params"]["w"]["state"], {"step": 1, "momentum_buffer": [2.0, -4.0]})
+        self.assertIn(new.param_groups[0]["params"][0], new.state)  # the later step is the new optimizer's
+        self.assertEqual(old.state, {})
+
+    def test_a_fresh_load_resumes_the_run(self):  # SEM-19.1: save after 2 steps, load fresh, 1 step == 3 steps
+        grads = [self.forward, self.backward]
+        resumed = trace(self.program(grads + [self.step, self.step, {"action": "state_dict", "checkpoint": "c"},
+                                              {"action": "load_state_dict", "checkpoint": "c", "fresh": True},
+                                              self.step]), WithCheckpoints())
+        straight = trace(self.program(grads + [self.step, self.step, self.step]), WithCheckpoints())
+        self.assertEqual(resumed["records"][-1]["params"], straight["records"][-1]["params"])
+        self.assertEqual(resumed["records"][-1]["params"]["w"]["state"]["step"], 3)
+
+    def test_a_group_of_another_size(self):
+        save, load = {"action": "state_dict", "checkpoint": "c0"}, {"action": "load_state_dict", "checkpoint": "c0"}
+        t = trace(self.program([save, load], {"type": "sgd", "defaults": {"lr": 0.1}, "params": ["w", "v"]}),
+                  WithCheckpoints())
+        self.assertNotIn("error", t["records"][1])
+        run = kit.Run(WithCheckpoints(), self.program([]))  # a group that grew since the save: refused by its size
+        run.setup()
+        run.run(save)
+        run.optimizer.param_groups[0]["params"].append(run.params["v"])
+        rec = run.record("load_state_dict", lambda: run.run(load))
+        self.assertEqual(rec["error"]["kind"], "state_dict_mismatch")
+        self.assertIn("doesn't match the size", rec["error"]["message"])
+
+    def test_without_an_optimizer(self):
+        actions = [{"action": "state_dict", "checkpoint": "c0"},
+                   {"action": "load_state_dict", "checkpoint": "c0", "fresh": True}]
+        program = self.program(actions)
+        del program["optimizer"]
+        t = trace(program, WithCheckpoints())
+        self.assertEqual([r["error"]["kind"] for r in t["records"]], ["no_optimizer", "no_optimizer"])
+        fw = WithCheckpoints()
+        t = trace(self.program(actions, {"type": "sgd", "defaults": {"lr": -1}, "params": ["w"]}), fw)  # setup failed
+        self.assertEqual(t["init"]["error"]["kind"], "invalid_option")
+        self.assertEqual([r["error"]["kind"] for r in t["records"]], ["no_optimizer", "no_optimizer"])
+        self.assertEqual(fw.made, [])  # a fresh load builds nothing without an optimizer
+
+    def test_a_checkpoint_never_saved(self):  # lockstep's programs never have one
+        t = trace(self.program([{"action": "load_state_dict", "checkpoint": "nowhere"}]), WithCheckpoints())
+        self.assertEqual(t["records"][0]["error"]["kind"], "other")
+
+    def test_declared_only_with_the_methods(self):
+        features = kit.hello(WithCheckpoints())["supports"]["features"]
+        self.assertIn("state_dict", features)
+        self.assertIn("load_state_dict", features)
+
+        class SavesOnly(tiny.Tiny):
+            def state_dict(self, optimizer): return None
+        features = kit.hello(SavesOnly())["supports"]["features"]
+        self.assertIn("state_dict", features)
+        self.assertNotIn("load_state_dict", features)
+        program = self.program([{"action": "state_dict", "checkpoint": "c0"},
+                                {"action": "load_state_dict", "checkpoint": "c0"}])
+        self.assertEqual(kit.run_program(SavesOnly(), program), {"unsupported": "load_state_dict"})
+        self.assertEqual(kit.run_program(tiny.Tiny(), program), {"unsupported": "state_dict"})
+
+        class NoOptimizer(kit.Framework):  # checkpoints are the optimizer's
+            name = "no-optimizer"
+            def state_dict(self, optimizer): return None
+            def load_state_dict(self, optimizer, saved): pass
+        self.assertNotIn("state_dict", kit.hello(NoOptimizer())["supports"]["features"])
+        self.assertIn("state_dict_mismatch", kit.KINDS)
 
 
 class Refusals(unittest.TestCase):
