@@ -68,6 +68,10 @@ std::vector<FeatureInfo> make_features() {
        "load_state_dict where the optimizer's group options differ from the saved ones (set_options between the save "
        "and the load, or before the save of a resumed run): 1.13 keeps them, 2.x restores the saved (SEM-19.2)", "",
        "load_state_dict"},
+      {"load_drops_state", "situation",
+       "load_state_dict into an optimizer where a parameter may have state the checkpoint lacks (its first step came "
+       "after the save): LibTorch's C++ load keeps that state, Python's replaces the whole state (SEM-19.3)", "",
+       "load_state_dict"},
       {"amsgrad_change", "situation", "set_options switches amsgrad of a group (SEM-7.5)"},
       {"adam_beta1_one", "situation",
        "beta1 = 1 in a group's options or an option change, which no one validates: bias correction 1 - beta1^t is 0 (SEM-6.1)"},
@@ -205,6 +209,11 @@ std::set<std::string> program_features(const Program& program) {
   // (counted as made, whether they succeed or not), and their counts at each checkpoint's save.
   int groups_added = 0, option_changes = 0;
   std::map<std::string, std::pair<int, int>> saved;
+  // Parameters that may have optimizer state (a step with their grad defined; Adagrad's from construction, SEM-15.2),
+  // now and at each save.
+  const bool state_at_construction = program.optimizer && program.optimizer->kind == OptimizerKind::Adagrad;
+  std::set<std::string> stateful = state_at_construction ? grouped : std::set<std::string>{};
+  std::map<std::string, std::set<std::string>> stateful_at_save;
   // The actions in the order they run; a step's closure before the step's update (SEM-17.1), once.
   std::function<void(const Action&)> scan_action = [&](const Action& a) {
     switch (a.kind) {
@@ -221,7 +230,7 @@ std::set<std::string> program_features(const Program& program) {
         bool fails = !held || freed;
         if (held && !a.gradient) {
           try {
-            fails = fails || !infer_shape(*held, program.params, "").shape.empty();
+            fails = fails || numel(infer_shape(*held, program.params, "").shape) != 1;  // one element: SEM-2.4
           } catch (const ProgramError&) {
             fails = true;
           }
@@ -259,6 +268,8 @@ std::set<std::string> program_features(const Program& program) {
           for (const Action& c : *a.closure) scan_action(c);
         }
         stepped = true;
+        for (const std::string& n : reached)
+          if (grouped.count(n)) stateful.insert(n);
         break;
       case ActionKind::SetOptions:
         f.insert("set_options");
@@ -291,15 +302,22 @@ std::set<std::string> program_features(const Program& program) {
       case ActionKind::StateDict:
         f.insert("state_dict");
         saved[a.checkpoint] = {groups_added, option_changes};
+        stateful_at_save[a.checkpoint] = stateful;
         break;
       case ActionKind::LoadStateDict: {
         f.insert("load_state_dict");
         if (a.fresh) {  // the new optimizer has the program's groups and options
           f.insert("load_fresh");
           groups_added = option_changes = 0;
+          stateful.clear();
+          if (state_at_construction)
+            for (const ParamGroupSpec& g : program.optimizer->groups) stateful.insert(g.params.begin(), g.params.end());
         }
         auto it = saved.find(a.checkpoint);
         if (it == saved.end()) break;
+        for (const std::string& n : stateful)
+          if (!stateful_at_save[a.checkpoint].count(n)) f.insert("load_drops_state");
+        stateful.insert(stateful_at_save[a.checkpoint].begin(), stateful_at_save[a.checkpoint].end());
         if (it->second.first != groups_added) f.insert("load_groups_differ");
         else if (it->second.second != option_changes) f.insert("load_options_differ");
         break;
