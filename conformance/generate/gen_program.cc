@@ -1216,6 +1216,33 @@ void add_checkpoints(Program& p, Picker& pick, const GenOptions& options) {
       const int room = static_cast<int>(p.actions.size() - at);  // positions after the save
       const size_t where = at + 1 + static_cast<size_t>(pick.below(room));
       p.actions.insert(p.actions.begin() + static_cast<std::ptrdiff_t>(where), std::move(load));
+      // Now and then the optimizer changes between the save and the load: its options (SEM-19.2) or its groups
+      // (SEM-19.3, with a parameter no group lists, so that the group is added).
+      Action between;
+      switch (pick.weighted({80, 10, 10})) {
+        case 1:
+          if (!allowed(options, "set_options") ||
+              !allowed(options, std::string(optimizer_name(p.optimizer->kind)) + ".lr"))
+            continue;
+          between.kind = ActionKind::SetOptions;
+          between.options.lr = pick.element(std::vector<double>{0.001, 0.01, 0.5});
+          break;
+        case 2: {
+          if (!allowed(options, "add_param_group")) continue;
+          between.kind = ActionKind::AddParamGroup;
+          std::set<std::string> grouped;  // listed by a group already: listed again, validate() refuses the load
+          for (const ParamGroupSpec& g : p.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
+          for (const Action& a : p.actions)
+            if (a.kind == ActionKind::AddParamGroup) grouped.insert(a.new_group.params.begin(), a.new_group.params.end());
+          for (const ParamSpec& param : p.params)
+            if (!grouped.count(param.name)) between.new_group.params = {param.name};
+          if (between.new_group.params.empty()) continue;
+          break;
+        }
+        default: continue;
+      }
+      p.actions.insert(p.actions.begin() + static_cast<std::ptrdiff_t>(at + 1 + pick.below(static_cast<int>(where - at))),
+                       std::move(between));
     }
   }
 }

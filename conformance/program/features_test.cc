@@ -120,9 +120,12 @@ TEST(Features, ClipValueWithoutGrads) {
   clip.params = {"w", "u"};
   p.actions = {Action::forward(), Action::backward(), none, clip};
   EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
-  p.loss = param("w");  // a non-scalar output without a gradient: the backward fails (SEM-2.4), nothing is reached
+  p.loss = param("w");  // one element: backward needs no gradient (SEM-2.4), w is reached
   clip.params = {"w"};
   p.actions = {Action::forward(), Action::backward(), clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 0u);
+  p.params[0].shape = {2};  // a non-scalar output without a gradient: the backward fails, nothing is reached
+  p.params[0].values = {1, 2};
   EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
 }
 
@@ -140,8 +143,8 @@ TEST(Features, VocabularyIsComplete) {
   EXPECT_EQ(per_category["dtype"], 2);
   EXPECT_EQ(per_category["optimizer"], 6);
   EXPECT_EQ(per_category["option"], 33);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5, L-BFGS 7
-  EXPECT_EQ(per_category["feature"], 17);  // closure came with SEMANTICS §17
-  EXPECT_EQ(per_category["situation"], 12);  // 9 (clip_value_without_grads, SEM-18.5), and L-BFGS's three
+  EXPECT_EQ(per_category["feature"], 19);  // closure came with SEMANTICS §17, state_dict and load_state_dict with §19
+  EXPECT_EQ(per_category["situation"], 16);  // 9, clip_value_without_grads (SEM-18.5), 4 of loads (§19), L-BFGS's 3
   // Every op but param and const (program.h).
   for (int i = static_cast<int>(Op::Param); i <= static_cast<int>(Op::Embedding); ++i) {
     const Op op = static_cast<Op>(i);

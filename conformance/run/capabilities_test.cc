@@ -490,15 +490,22 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoClipping) {
   EXPECT_EQ(five.features->count("clip_grad_value"), 0u);
   EXPECT_EQ(five.features->count("closure"), 1u);
   EXPECT_NE(five.protocol_note.find("clip_grad_norm (protocol 6)"), std::string::npos) << five.protocol_note;
-  EXPECT_NE(five.protocol_note.find("\"protocol\": 6"), std::string::npos) << five.protocol_note;
+  EXPECT_NE(five.protocol_note.find("\"protocol\": 7"), std::string::npos) << five.protocol_note;
   FeatureScope scope;
   exclude_unsupported(five, scope);
   EXPECT_FALSE(scope.allows("clip_grad_norm"));
   EXPECT_FALSE(scope.allows("clip_grad_value"));
   EXPECT_TRUE(scope.allows("closure"));
+  // Checkpoints came with protocol 7 (SEMANTICS §19): protocol 6 gets clipping and not them; 7 gets everything.
   const Capabilities six = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 6})"));
-  EXPECT_FALSE(six.features);
-  EXPECT_TRUE(six.protocol_note.empty()) << six.protocol_note;
+  ASSERT_TRUE(six.features);
+  EXPECT_EQ(six.features->count("clip_grad_norm"), 1u);
+  EXPECT_EQ(six.features->count("state_dict"), 0u);
+  EXPECT_EQ(six.features->count("load_state_dict"), 0u);
+  EXPECT_NE(six.protocol_note.find("state_dict (protocol 7)"), std::string::npos) << six.protocol_note;
+  const Capabilities seven = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 7})"));
+  EXPECT_FALSE(seven.features);
+  EXPECT_TRUE(seven.protocol_note.empty()) << seven.protocol_note;
   const Capabilities listed = driver_capabilities(
       json::parse(R"({"name": "x", "version": "1", "protocol": 5, "supports": {"features": ["clip_grad_value"]}})"));
   ASSERT_TRUE(listed.features);
