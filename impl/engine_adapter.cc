@@ -320,7 +320,7 @@ void ImplEngine::load_state_dict(const std::string& checkpoint, bool fresh) {  /
       make_optimizer(*spec_);  // it succeeded at the setup, with the same parameters
     }
     // SEM-19.2: LibTorch 1.13's torch::load keeps the options the groups have; 2.x restores the saved ones.
-    optimizer_->load(it->second, follows_.major >= 2);
+    optimizer_->load(it->second, load_restores_options());
   });
 }
 

@@ -22,9 +22,8 @@
 #pragma once
 
 #include <map>
-
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,7 +93,8 @@ class ImplEngine : public Engine {
   const impl::Tensor& output() const { return output_; }  // the held forward output (undefined before one)
   // The checkpoints state_dict saved, by name (SEMANTICS §19.5); a mutant may change one before it is loaded.
   std::map<std::string, impl::OptimizerCheckpoint>& checkpoints() { return checkpoints_; }
-  bool follows_2x() const { return follows_.major >= 2; }
+  // SEM-19.2: whether a load gives the groups the saved options (LibTorch 2.x) or keeps theirs (1.13).
+  virtual bool load_restores_options() const { return follows_.major >= 2; }
 
  private:
   // Parameters, handles (engine_glue.h); a grad's identity is its impl, kept alive (SEM-1.1).

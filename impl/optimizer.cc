@@ -65,6 +65,7 @@ OptimizerCheckpoint Optimizer::save() const {  // SEMANTICS §19.5
     c.group_options.push_back(g.options->clone());
     c.group_sizes.push_back(g.params.size());
     for (const Tensor& p : g.params) {
+      c.shapes.emplace_back(p.dtype(), p.shape());
       auto it = state_.find(p.impl());
       if (it != state_.end()) c.states.emplace_back(position, it->second ? it->second->clone() : nullptr);
       ++position;
@@ -84,6 +85,11 @@ void Optimizer::load(const OptimizerCheckpoint& c, bool restore_options) {  // S
   std::vector<const Tensor*> at;  // flat position -> parameter
   for (const ParamGroup& g : groups_)
     for (const Tensor& p : g.params) at.push_back(&p);
+  // A state saved for a parameter of another dtype or shape would not fit the one at its position now (lockstep's
+  // programs never load one: validate() refuses loads into groups that list other parameters, SEM-19.5).
+  for (const auto& entry : c.states)
+    if (c.shapes.at(entry.first).first != at[entry.first]->dtype() || c.shapes.at(entry.first).second != at[entry.first]->shape())
+      throw Error(ErrorKind::Other, "loaded state of a parameter of another dtype or shape");
   for (const auto& [position, state] : c.states) state_[at[position]->impl()] = state ? state->clone() : nullptr;
   if (restore_options)
     for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = c.group_options[g]->clone();

@@ -78,6 +78,8 @@ struct OptimizerCheckpoint {
   std::vector<size_t> group_sizes;
   // Flat position over every group in order -> a copy of the state there (null: an entry without state, SEM-15.2).
   std::vector<std::pair<size_t, std::unique_ptr<ParamState>>> states;
+  // Each flat position's parameter's dtype and shape at the save: what its saved state tensors are shaped like.
+  std::vector<std::pair<DType, Shape>> shapes;
 };
 
 class Optimizer {

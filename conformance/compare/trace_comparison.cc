@@ -366,7 +366,7 @@ std::vector<Difference> TraceComparison::compare_one(size_t index, const Action&
       break;
     case ActionKind::LoadStateDict: {
       auto it = checkpoints_.find(action.checkpoint);
-      if (carry && it != checkpoints_.end()) budget = load_budget(it->second.first, it->second.second);
+      if (carry && it != checkpoints_.end() && !expected.error) budget = load_budget(it->second.first, it->second.second);
       break;
     }
     case ActionKind::HoldGrad:

@@ -349,6 +349,9 @@ class PlantedBugEngine : public Engine {
   void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
     inner_->clip_grad_value(params, clip_value);
   }
+  // A load may restore other options (2.x, SEM-19.2): the bug's arming by momentum stays as it was.
+  void state_dict(const std::string& checkpoint) override { inner_->state_dict(checkpoint); }
+  void load_state_dict(const std::string& checkpoint, bool fresh) override { inner_->load_state_dict(checkpoint, fresh); }
   EngineState observe() override { return inner_->observe(); }
   void synchronise(const EngineState& target) override { inner_->synchronise(target); }
 

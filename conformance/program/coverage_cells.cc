@@ -391,28 +391,36 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
   std::set<std::string> defined;                                 // params whose grad is (probably) defined
   bool stepped_since_forward = false, any_create_graph = false;
   std::set<std::string> held, held_zeroed, held_none;
-  // Checkpoints (SEMANTICS §19): steps, groups added and option changes so far, and their counts at each save.
-  int steps = 0, groups_added = 0, option_changes = 0;
-  struct Saved { int steps, groups_added, option_changes; };
+  // Checkpoints (SEMANTICS §19): steps, the number of groups and an id of the options (features.cc), and their values
+  // at each save.
+  const size_t program_groups = p.optimizer ? p.optimizer->groups.size() : 0;
+  int steps = 0, options_id = 0, next_options_id = 0;
+  size_t group_count = program_groups;
+  struct Saved { int steps; size_t group_count; int options_id; };
   std::map<std::string, Saved> saved;
   for (const Action& a : p.actions) {
     switch (a.kind) {
-      case ActionKind::SetOptions: ++option_changes; break;
-      case ActionKind::AddParamGroup: ++groups_added; break;
+      case ActionKind::SetOptions: options_id = ++next_options_id; break;
+      case ActionKind::AddParamGroup: ++group_count; break;
       case ActionKind::StateDict:
         if (steps == 0) add("checkpoint saved before any step");
-        saved[a.checkpoint] = {steps, groups_added, option_changes};
+        saved[a.checkpoint] = {steps, group_count, options_id};
         break;
       case ActionKind::LoadStateDict: {
         if (a.fresh) {
           add("load into a fresh optimizer");
-          groups_added = option_changes = 0;
+          group_count = program_groups;
+          options_id = 0;
         }
         auto it = saved.find(a.checkpoint);
         if (it == saved.end()) break;
         if (it->second.steps != steps) add("load after steps since the save");
-        if (it->second.groups_added != groups_added) add("load, groups differ");
-        else if (it->second.option_changes != option_changes) add("load, options differ");
+        if (it->second.group_count != group_count) {
+          add("load, groups differ");
+        } else if (it->second.options_id != options_id) {
+          add("load, options differ");
+          options_id = ++next_options_id;
+        }
         break;
       }
       case ActionKind::Forward: {
@@ -596,9 +604,11 @@ std::set<std::string> coverage_cells(const Program& program_with_closures) {
     }
   if (program_loss_used) evaluate(program.loss);
 
-  // actions
+  // actions (a checkpoint's own actions are no rows or columns: what they meet is in the situations, SEMANTICS §19;
+  // the actions around them count as neighbours)
   std::string previous = "start";
   for (const Action& a : program.actions) {
+    if (a.kind == ActionKind::StateDict || a.kind == ActionKind::LoadStateDict) continue;
     const std::string name = action_name(a.kind);
     cells.insert(coverage_cell_key("actions", previous, name));
     previous = name;

@@ -43,6 +43,8 @@ bool asks_for_an_error(const Program& program, const std::set<std::string>& feat
       case ActionKind::Step:
       case ActionKind::SetOptions:
       case ActionKind::AddParamGroup:
+      case ActionKind::StateDict:
+      case ActionKind::LoadStateDict:
         if (!program.optimizer) return true;  // no_optimizer
         break;
       default:

@@ -207,8 +207,12 @@ std::set<std::string> program_features(const Program& program) {
     for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
   // What the optimizer has been through, for checkpoints (SEM-19.2, 19.3): the groups added and option changes so far
   // (counted as made, whether they succeed or not), and their counts at each checkpoint's save.
-  int groups_added = 0, option_changes = 0;
-  std::map<std::string, std::pair<int, int>> saved;
+  // The optimizer's groups and options as they change, for checkpoints (SEM-19.2, 19.3): the number of groups (an add
+  // counted as made, whether it succeeds or not) and an id of the options that no other state of them shares (0: the
+  // program's; after a load whose options differed, unknown, so a new id); both at each save.
+  size_t group_count = program.optimizer ? program.optimizer->groups.size() : 0;
+  int options_id = 0, next_options_id = 0;
+  std::map<std::string, std::pair<size_t, int>> saved;
   // Parameters that may have optimizer state (a step with their grad defined; Adagrad's from construction, SEM-15.2),
   // now and at each save.
   const bool state_at_construction = program.optimizer && program.optimizer->kind == OptimizerKind::Adagrad;
@@ -273,7 +277,7 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::SetOptions:
         f.insert("set_options");
-        ++option_changes;
+        options_id = ++next_options_id;
         if (program.optimizer) {
           non_default_options(program.optimizer->kind, a.options, f);
           if (invalid(program.optimizer->kind, a.options)) f.insert("invalid_options");
@@ -283,7 +287,7 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::AddParamGroup:
         f.insert("add_param_group");
-        ++groups_added;
+        ++group_count;
         grouped.insert(a.new_group.params.begin(), a.new_group.params.end());
         if (program.optimizer) scan_group(a.new_group, *program.optimizer);
         break;
@@ -301,25 +305,34 @@ std::set<std::string> program_features(const Program& program) {
       }
       case ActionKind::StateDict:
         f.insert("state_dict");
-        saved[a.checkpoint] = {groups_added, option_changes};
+        saved[a.checkpoint] = {group_count, options_id};
         stateful_at_save[a.checkpoint] = stateful;
         break;
       case ActionKind::LoadStateDict: {
         f.insert("load_state_dict");
         if (a.fresh) {  // the new optimizer has the program's groups and options
           f.insert("load_fresh");
-          groups_added = option_changes = 0;
+          group_count = program.optimizer ? program.optimizer->groups.size() : 0;
+          options_id = 0;
+          grouped.clear();  // zero_grad's reach: the program's groups again
           stateful.clear();
-          if (state_at_construction)
-            for (const ParamGroupSpec& g : program.optimizer->groups) stateful.insert(g.params.begin(), g.params.end());
+          if (program.optimizer)
+            for (const ParamGroupSpec& g : program.optimizer->groups) {
+              grouped.insert(g.params.begin(), g.params.end());
+              if (state_at_construction) stateful.insert(g.params.begin(), g.params.end());
+            }
         }
         auto it = saved.find(a.checkpoint);
         if (it == saved.end()) break;
         for (const std::string& n : stateful)
           if (!stateful_at_save[a.checkpoint].count(n)) f.insert("load_drops_state");
         stateful.insert(stateful_at_save[a.checkpoint].begin(), stateful_at_save[a.checkpoint].end());
-        if (it->second.first != groups_added) f.insert("load_groups_differ");
-        else if (it->second.second != option_changes) f.insert("load_options_differ");
+        if (it->second.first != group_count) {
+          f.insert("load_groups_differ");
+        } else if (it->second.second != options_id) {
+          f.insert("load_options_differ");
+          options_id = ++next_options_id;  // kept (1.13) or restored (2.x): either way not a state seen before
+        }
         break;
       }
     }

@@ -10,11 +10,11 @@
 //                                                     own default anywhere (defaults, groups, set_options,
 //                                                     add_param_group); SGD's lr is always needed
 //   feature    retain_graph, create_graph, no_grad, explicit_gradient, zero_grad, zero_grad_default,
-//              set_to_none, set_grad_none, hold_grad, closure, clip_grad_norm, clip_grad_value, param_groups,
-//              add_param_group, set_options,
+//              set_to_none, set_grad_none, hold_grad, closure, clip_grad_norm, clip_grad_value, state_dict,
+//              load_state_dict, param_groups, add_param_group, set_options,
 //              special_values, invalid_options
 //   situation  group_options_partial, duplicate_param_in_group, param_in_two_groups, empty_param_list,
-//              clip_value_without_grads,
+//              clip_value_without_grads, load_fresh, load_groups_differ, load_options_differ, load_drops_state,
 //              amsgrad_change, adam_beta1_one, backward_after_freed, backward_after_step, and an optimizer's own
 //              (its description's `situations`: lbfgs_group_max_eval_replaced, ...): constellations where
 //              frameworks legitimately differ (API profiles)

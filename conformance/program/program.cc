@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -438,6 +439,58 @@ bool lists_a_param_twice(const Program& p) {
   return seen.size() != listed;
 }
 
+void check_checkpoints(const Program& p) {
+  // Checkpoints (SEMANTICS §19.5): the optimizer's groups as parameter lists, as add_param_group and fresh loads change
+  // them (an add taken to succeed: one that fails lists a parameter twice, refused below anyway), and at each save.
+  std::vector<std::vector<std::string>> groups;
+  if (p.optimizer)
+    for (const ParamGroupSpec& g : p.optimizer->groups) groups.push_back(g.params);
+  const std::vector<std::vector<std::string>> program_groups = groups;
+  std::map<std::string, std::vector<std::vector<std::string>>> saved_groups;
+  const bool listed_twice = lists_a_param_twice(p);
+  bool added_under_adagrad = false;
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    const std::string path = "/actions/" + std::to_string(i);
+    const Action& a = p.actions[i];
+    if (a.kind == ActionKind::AddParamGroup) {
+      groups.push_back(a.new_group.params);
+      added_under_adagrad = p.optimizer && p.optimizer->kind == OptimizerKind::Adagrad;
+    }
+    if (a.kind != ActionKind::StateDict && a.kind != ActionKind::LoadStateDict) continue;
+    if (p.optimizer && p.optimizer->kind == OptimizerKind::LBFGS)
+      throw ProgramError(path, std::string(action_name(a.kind)) +
+                                   " of L-BFGS is not modelled: LibTorch 1.13's archive fails on the state a step leaves "
+                                   "when it ends before its first direction, and PyTorch's load casts L-BFGS's history "
+                                   "to the first parameter's dtype (SEM-19.3)");
+    if (a.kind == ActionKind::StateDict) {
+      if (added_under_adagrad)
+        throw ProgramError(path, "state_dict of Adagrad after add_param_group: LibTorch 1.13's Adagrad leaves an added "
+                                 "parameter a null state at its step (SEM-15.2) and torch::save crashes on it (SEM-19.3), "
+                                 "so lockstep does not run it");
+      saved_groups[a.checkpoint] = groups;
+      continue;
+    }
+    auto saved = saved_groups.find(a.checkpoint);
+    if (saved == saved_groups.end())
+      throw ProgramError(path + "/checkpoint", "no earlier state_dict saved checkpoint '" + a.checkpoint + "'");
+    if (listed_twice)
+      throw ProgramError(path, "load_state_dict where the groups list a parameter twice: LibTorch 1.13's load leaves that "
+                               "parameter a null state and its next step crashes (SEM-19.3), so lockstep does not run it");
+    if (a.fresh) {
+      groups = program_groups;
+      added_under_adagrad = false;
+    }
+    // Groups of the saved sizes holding other parameters: the load gives a parameter the state saved for another
+    // (positions, SEM-19.3), which may not fit it. Not modelled.
+    bool same_sizes = saved->second.size() == groups.size();
+    for (size_t g = 0; same_sizes && g < groups.size(); ++g) same_sizes = saved->second[g].size() == groups[g].size();
+    if (same_sizes && saved->second != groups)
+      throw ProgramError(path, "load_state_dict into groups that list other parameters than the saved ones at the same "
+                               "positions: the load would give a parameter the state saved for another (SEM-19.3), "
+                               "which lockstep does not model");
+  }
+}
+
 void validate(const Program& p, const ProgramLimits& limits) {
   // Parameters.
   if (static_cast<int64_t>(p.params.size()) > limits.max_params)
@@ -484,25 +537,9 @@ void validate(const Program& p, const ProgramLimits& limits) {
     throw ProgramError("/actions", std::to_string(action_count) + " actions (closures' included) exceed the limit of " +
                                        std::to_string(limits.max_actions));
   std::optional<TypedShape> output;  // the output of the most recent forward, tracked statically
-  std::set<std::string> checkpoints;  // saved by the state_dict actions so far (SEMANTICS §19.5)
-  const bool listed_twice = lists_a_param_twice(p);
-  for (size_t i = 0; i < p.actions.size(); ++i) {
-    const std::string path = "/actions/" + std::to_string(i);
-    check_action(p, p.actions[i], path, program_loss, limits, output);
-    const Action& a = p.actions[i];
-    if (a.kind == ActionKind::StateDict) checkpoints.insert(a.checkpoint);
-    if (a.kind == ActionKind::LoadStateDict && !checkpoints.count(a.checkpoint))
-      throw ProgramError(path + "/checkpoint", "no earlier state_dict saved checkpoint '" + a.checkpoint + "'");
-    if (a.kind == ActionKind::LoadStateDict && listed_twice)
-      throw ProgramError(path, "load_state_dict where the groups list a parameter twice: LibTorch 1.13's load leaves that "
-                               "parameter a null state and its next step crashes (SEM-19.3), so lockstep does not run it");
-    if ((a.kind == ActionKind::StateDict || a.kind == ActionKind::LoadStateDict) && p.optimizer &&
-        p.optimizer->kind == OptimizerKind::LBFGS)
-      throw ProgramError(path, std::string(action_name(a.kind)) +
-                                   " of L-BFGS is not modelled: LibTorch 1.13's archive fails on the state a step leaves "
-                                   "when it ends before its first direction, and PyTorch's load casts L-BFGS's history "
-                                   "to the first parameter's dtype (SEM-19.3)");
-  }
+  for (size_t i = 0; i < p.actions.size(); ++i)
+    check_action(p, p.actions[i], "/actions/" + std::to_string(i), program_loss, limits, output);
+  check_checkpoints(p);
 
   // What running it would take, as a whole (program_cost.h).
   check_program_cost(p, limits);

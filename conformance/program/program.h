@@ -278,6 +278,12 @@ TypedShape infer_shape(const Expr& e, const std::vector<ParamSpec>& params, cons
 // two (SEM-7.4).
 bool lists_a_param_twice(const Program& p);
 
+// The checkpoint rules of validate() alone (SEMANTICS §19.5): a load names a checkpoint an earlier state_dict saved,
+// and lockstep does not run what LibTorch 1.13 crashes on or what it does not model (a load where the groups list a
+// parameter twice, or list other parameters at the saved positions; Adagrad's state_dict after add_param_group;
+// either action under L-BFGS). Throws ProgramError at "/actions/N".
+void check_checkpoints(const Program& p);
+
 void validate(const Program& p, const ProgramLimits& limits = {});
 
 // The program's actions in the order they run when every closure is called once (SEMANTICS §17.1): a step's closure

@@ -5,7 +5,7 @@
 // input. A request it cannot read is a protocol error: it names the problem on stderr and exits 2 (the
 // harness reports that case as failed and restarts the driver for the next one). The hello line lockstep
 // writes first ({"id": "lockstep-hello", "hello": {...}}) is answered with
-// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 6}} (the name is
+// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 7}} (the name is
 // "impl+MUTANT" with --mutant, the variant's engine name with --variant).
 //
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"
@@ -115,8 +115,7 @@ int main(int argc, char** argv) {
                                  : mutant.empty()  ? make_impl_engine()->name()
                                                    : make_mutant_engine(mutant)->name();
         // The protocol: the newest both speak (2: RMSprop and Adagrad; 3: softplus; 4: a step's closure; 5: L-BFGS;
-        // 6: gradient clipping;
-        // fixtures/PROTOCOL.md 2a).
+        // 6: gradient clipping; 7: optimizer checkpoints; fixtures/PROTOCOL.md 2a).
         int protocol = kDriverProtocolVersion;
         if (const auto& h = request["hello"]; h.is_object() && h.contains("protocol") && h["protocol"].is_number_integer())
           protocol = std::min(protocol, h["protocol"].get<int>());

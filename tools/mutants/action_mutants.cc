@@ -115,14 +115,16 @@ class ActionMutant : public ImplEngine {
     }
   }
 
+  // SEM-19.2: the other generation's rule for the options a load leaves.
+  bool load_restores_options() const override {
+    return m_ == Mutant::LoadOptionsOtherVersion ? !ImplEngine::load_restores_options() : ImplEngine::load_restores_options();
+  }
+
   // SEM-19.
   void load_state_dict(const std::string& checkpoint, bool fresh) override {
     auto saved = checkpoints().find(checkpoint);
     if (m_ == Mutant::StateDictSharesState && optimizer() && saved != checkpoints().end())
-      saved->second = optimizer()->save();  // what references to the live state read now
-    std::vector<std::unique_ptr<impl::OptionsBase>> kept;  // LoadOptionsOtherVersion: the options before the load
-    if (m_ == Mutant::LoadOptionsOtherVersion && optimizer() && saved != checkpoints().end() && !fresh)
-      for (const impl::ParamGroup& g : optimizer()->param_groups()) kept.push_back(g.options->clone());
+      saved->second.states = optimizer()->save().states;  // what references to the live state tensors read now
     ImplEngine::load_state_dict(checkpoint, fresh);
     impl::Optimizer* o = optimizer();
     if (!o || saved == checkpoints().end()) return;
@@ -132,16 +134,6 @@ class ActionMutant : public ImplEngine {
         for (const impl::ParamGroup& g : o->param_groups())
           for (const impl::Tensor& p : g.params) reset_state(const_cast<impl::ParamState*>(o->state(p)));
         return;
-      case Mutant::LoadOptionsOtherVersion: {
-        auto& groups = o->param_groups();
-        if (follows_2x()) {  // keep what the groups had (a fresh optimizer: the program's options)
-          if (kept.size() == groups.size())
-            for (size_t g = 0; g < groups.size(); ++g) groups[g].options = std::move(kept[g]);
-        } else if (saved->second.group_options.size() == groups.size()) {  // restore the saved
-          for (size_t g = 0; g < groups.size(); ++g) groups[g].options = saved->second.group_options[g]->clone();
-        }
-        return;
-      }
       default: return;
     }
   }

@@ -506,12 +506,9 @@ class UlpNoise : public VariantEngine {
   void clip_grad_value(const std::vector<std::string>& params, double clip_value) override {
     noisy(ActionKind::ClipGradValue, [&] { inner().clip_grad_value(params, clip_value); });
   }
-  void state_dict(const std::string& checkpoint) override {
-    noisy(ActionKind::StateDict, [&] { inner().state_dict(checkpoint); });
-  }
-  void load_state_dict(const std::string& checkpoint, bool fresh) override {
-    noisy(ActionKind::LoadStateDict, [&] { inner().load_state_dict(checkpoint, fresh); });
-  }
+  // A checkpoint computes nothing: saved and loaded as they are, without noise (SEMANTICS §19.5).
+  void state_dict(const std::string& checkpoint) override { inner().state_dict(checkpoint); }
+  void load_state_dict(const std::string& checkpoint, bool fresh) override { inner().load_state_dict(checkpoint, fresh); }
 
  private:
   uint64_t action_ = 0;  // actions run so far
