@@ -10,6 +10,7 @@
 
 #include "conformance/compare/tolerance.h"
 #include "conformance/program/features.h"
+#include "conformance/program/file_system.h"
 #include "conformance/program/program_json.h"
 
 namespace lockstep {
@@ -120,7 +121,7 @@ TEST(Expectations, WhenKeepsTheEntriesOfTheImplementationsVersion) {
 }
 
 TEST(Expectations, LoadsFilesAndNamesBadOnes) {
-  const std::string path = ::testing::TempDir() + "expectations_test.json";
+  const std::string path = files::process_temp_dir() + "/expectations_test.json";
   {
     std::ofstream out(path);
     out << R"({"expectations": [{"id": "a", "reason": "r"}]})";

@@ -184,4 +184,9 @@ TempDir::TempDir(const std::string& prefix) {
 
 TempDir::~TempDir() { remove_all(path_); }
 
+const std::string& process_temp_dir() {
+  static const TempDir dir("lockstep-process");
+  return dir.path();
+}
+
 }  // namespace lockstep::files

@@ -55,6 +55,10 @@ std::string executable_path();
 std::string temp_directory();
 
 // A new directory TEMP/prefix.XXXXXX (mkdtemp), removed with everything in it when the object goes.
+// A directory of this process's own, made on first use and removed at exit. Tests write their files here:
+// ctest runs the tests of one file in parallel processes, so a fixed name under /tmp is shared between them.
+const std::string& process_temp_dir();
+
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix);

@@ -294,7 +294,7 @@ TEST(ReportReader, BadReportsNameTheFileAndTheField) {
 }
 
 TEST(ReportReader, AFileThatIsNotAReportIsAnError) {
-  const std::string file = ::testing::TempDir() + "/not-a-report.json";
+  const std::string file = files::process_temp_dir() + "/not-a-report.json";
   std::ofstream(file) << "{\"format\": \"lockstep-report/1\", ";
   try {
     read_report_file(file);
@@ -436,7 +436,7 @@ TEST(ReportShards, ShardSpecsAndTheGoogleTestVariables) {
       for (const auto& [name, v] : saved) v ? (void)setenv(name.c_str(), v->c_str(), 1) : (void)unsetenv(name.c_str());
     }
   } restore;
-  const std::string status = ::testing::TempDir() + "/shard-status";
+  const std::string status = files::process_temp_dir() + "/shard-status";
   files::remove_file(status);
   unsetenv("GTEST_TOTAL_SHARDS");
   EXPECT_FALSE(shard_from_environment().has_value());

@@ -9,13 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "conformance/program/features.h"
+#include "conformance/program/file_system.h"
 #include "conformance/program/program_json.h"
 
 namespace lockstep {
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = files::process_temp_dir() + "/" + name;
   std::ofstream out(path);
   out << text;
   return path;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "conformance/program/file_system.h"
 #include "conformance/program/program_json.h"
 #include "conformance/run/interpreter.h"
 #include "impl/engine_adapter.h"
@@ -30,7 +31,7 @@ json case_with_checks(const json& checks) {
 }
 
 std::string write_case(const std::string& name, const json& doc) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = files::process_temp_dir() + "/" + name;
   std::ofstream out(path);
   out << doc.dump(2);
   return path;

@@ -12,6 +12,7 @@
 
 #include "conformance/generate/generators.h"
 #include "conformance/program/feature_areas.h"
+#include "conformance/program/file_system.h"
 #include "conformance/program/program_json.h"
 #include "conformance/run/zero_grad_default.h"
 #include "impl/engine_adapter.h"
@@ -78,7 +79,7 @@ TEST(Runner, LoadsTheShippedCasesAndRefusesAMissingFile) {
 }
 
 TEST(Runner, ARunTakesTheToleranceEntriesForEveryCase) {
-  const std::string file = ::testing::TempDir() + "/runner_tolerance.json";
+  const std::string file = files::process_temp_dir() + "/runner_tolerance.json";
   {
     std::ofstream out(file);
     out << R"({"tolerance_overrides": [{"id": "*", "k": {"grad": 8}, "reason": "every case"},

@@ -20,6 +20,7 @@
 #include "conformance/compare/tolerance.h"
 #include "conformance/generate/generators.h"
 #include "conformance/generate/shrink.h"
+#include "conformance/program/file_system.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/trace_json.h"
 #include "conformance/run/interpreter.h"
@@ -721,7 +722,7 @@ TEST(VariantFindings, CrossEntropyWithFiniteLogitsIsJudgedAtTheLogitsScale) {
 
 #ifdef LOCKSTEP_IMPL_DRIVER
 std::string run_driver(const std::string& arguments, const std::string& input, int* status) {
-  const std::string in_path = testing::TempDir() + "variants_driver_in.jsonl";
+  const std::string in_path = files::process_temp_dir() + "/variants_driver_in.jsonl";
   std::ofstream(in_path) << input;
   const std::string command = std::string(LOCKSTEP_IMPL_DRIVER) + " " + arguments + " < " + in_path + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
