@@ -45,7 +45,7 @@ void Adagrad::step() {
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdagradOptions& o = group_options(gi);
     for (Tensor& p : param_groups()[gi].params) {
-      const Tensor grad = p.grad();
+      const Tensor grad = gradient_for_step(p.grad(), o.maximize);
       if (!grad.defined()) continue;  // SEM-4.3: skipped, step count unchanged
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
         throw Error(ErrorKind::Other, "grad does not match its parameter (dtype or shape)");

@@ -23,12 +23,14 @@ struct AdagradOptions : OptionsBase {
   double weight_decay = 0;
   double initial_accumulator_value = 0;
   double eps = 1e-10;
+  bool maximize = false;  // SEM-20.1: the step reads -grad
 
   AdagradOptions& set_lr(double v) { lr = v; return *this; }
   AdagradOptions& set_lr_decay(double v) { lr_decay = v; return *this; }
   AdagradOptions& set_weight_decay(double v) { weight_decay = v; return *this; }
   AdagradOptions& set_initial_accumulator_value(double v) { initial_accumulator_value = v; return *this; }
   AdagradOptions& set_eps(double v) { eps = v; return *this; }
+  AdagradOptions& set_maximize(bool v) { maximize = v; return *this; }
 
   std::unique_ptr<OptionsBase> clone() const override { return std::make_unique<AdagradOptions>(*this); }
 };

@@ -200,7 +200,7 @@ void Adam::step() {
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdamOptions& o = group_options(gi);
     for (Tensor& p : param_groups()[gi].params) {
-      const Tensor grad = p.grad();
+      const Tensor grad = gradient_for_step(p.grad(), o.maximize);
       if (!grad.defined()) continue;  // SEM-4.3, SEM-6.3: skipped, step count unchanged
       AdamParamState* state = state_of(p);
       if (!state)  // SEM-6.2: lazily, at the first step with a defined grad

@@ -25,12 +25,14 @@ struct AdamOptions : OptionsBase {
   double eps = 1e-8;
   double weight_decay = 0;
   bool amsgrad = false;
+  bool maximize = false;  // SEM-20.1: the step reads -grad
 
   AdamOptions& set_lr(double v) { lr = v; return *this; }
   AdamOptions& set_betas(std::pair<double, double> v) { betas = v; return *this; }
   AdamOptions& set_eps(double v) { eps = v; return *this; }
   AdamOptions& set_weight_decay(double v) { weight_decay = v; return *this; }
   AdamOptions& set_amsgrad(bool v) { amsgrad = v; return *this; }
+  AdamOptions& set_maximize(bool v) { maximize = v; return *this; }
 
   std::unique_ptr<OptionsBase> clone() const override { return std::make_unique<AdamOptions>(*this); }
 };

@@ -15,7 +15,7 @@ void AdamW::step() {
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     const AdamWOptions& o = group_options(gi);
     for (Tensor& p : param_groups()[gi].params) {
-      const Tensor grad = p.grad();
+      const Tensor grad = gradient_for_step(p.grad(), o.maximize);
       if (!grad.defined()) continue;  // SEM-4.3: skipped, no decay, step count unchanged
       AdamParamState* state = state_of(p);
       if (!state) state = static_cast<AdamParamState*>(&set_state(p, adam_detail::fresh_state(p, o.amsgrad)));

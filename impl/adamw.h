@@ -27,12 +27,14 @@ struct AdamWOptions : OptionsBase {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   bool amsgrad = false;
+  bool maximize = false;  // SEM-20.1: the step reads -grad
 
   AdamWOptions& set_lr(double v) { lr = v; return *this; }
   AdamWOptions& set_betas(std::pair<double, double> v) { betas = v; return *this; }
   AdamWOptions& set_eps(double v) { eps = v; return *this; }
   AdamWOptions& set_weight_decay(double v) { weight_decay = v; return *this; }
   AdamWOptions& set_amsgrad(bool v) { amsgrad = v; return *this; }
+  AdamWOptions& set_maximize(bool v) { maximize = v; return *this; }
 
   std::unique_ptr<OptionsBase> clone() const override { return std::make_unique<AdamWOptions>(*this); }
 };

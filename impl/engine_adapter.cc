@@ -93,6 +93,7 @@ void apply(impl::SGDOptions& to, const OptimizerOptions& o) {
   if (o.dampening) to.dampening = *o.dampening;
   if (o.weight_decay) to.weight_decay = *o.weight_decay;
   if (o.nesterov) to.nesterov = *o.nesterov;
+  if (o.maximize) to.maximize = *o.maximize;
 }
 
 template <class AdamLikeOptions>
@@ -102,6 +103,7 @@ void apply(AdamLikeOptions& to, const OptimizerOptions& o) {
   if (o.eps) to.eps = *o.eps;
   if (o.weight_decay) to.weight_decay = *o.weight_decay;
   if (o.amsgrad) to.amsgrad = *o.amsgrad;
+  if (o.maximize) to.maximize = *o.maximize;
 }
 
 void apply(impl::RMSpropOptions& to, const OptimizerOptions& o) {
@@ -111,6 +113,7 @@ void apply(impl::RMSpropOptions& to, const OptimizerOptions& o) {
   if (o.weight_decay) to.weight_decay = *o.weight_decay;
   if (o.momentum) to.momentum = *o.momentum;
   if (o.centered) to.centered = *o.centered;
+  if (o.maximize) to.maximize = *o.maximize;
 }
 
 void apply(impl::AdagradOptions& to, const OptimizerOptions& o) {
@@ -119,6 +122,7 @@ void apply(impl::AdagradOptions& to, const OptimizerOptions& o) {
   if (o.weight_decay) to.weight_decay = *o.weight_decay;
   if (o.initial_accumulator_value) to.initial_accumulator_value = *o.initial_accumulator_value;
   if (o.eps) to.eps = *o.eps;
+  if (o.maximize) to.maximize = *o.maximize;
 }
 
 // SEM-16.1: the counts are whole numbers (validated by the program model).
@@ -167,15 +171,19 @@ std::unique_ptr<impl::OptionsBase> make_options(OptimizerKind kind, const Optimi
   throw EngineError(error_kind::kOther, "unknown optimizer kind");
 }
 
-// Every field of the kind, resolved.
+// Every field of the kind, resolved; maximize only where it is on (optimizer_descriptions.h, not_in_cpp_api).
 OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& options) {
   OptimizerOptions o;
-  auto adam_like = [&o](const auto& a) {
+  auto maximize = [&o](bool on) {
+    if (on) o.maximize = true;
+  };
+  auto adam_like = [&o, &maximize](const auto& a) {
     o.lr = a.lr;
     o.betas = a.betas;
     o.eps = a.eps;
     o.weight_decay = a.weight_decay;
     o.amsgrad = a.amsgrad;
+    maximize(a.maximize);
   };
   switch (kind) {
     case OptimizerKind::SGD: {
@@ -185,6 +193,7 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
       o.dampening = s.dampening;
       o.weight_decay = s.weight_decay;
       o.nesterov = s.nesterov;
+      maximize(s.maximize);
       break;
     }
     case OptimizerKind::Adam: adam_like(static_cast<const impl::AdamOptions&>(options)); break;
@@ -197,6 +206,7 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
       o.weight_decay = r.weight_decay;
       o.momentum = r.momentum;
       o.centered = r.centered;
+      maximize(r.maximize);
       break;
     }
     case OptimizerKind::Adagrad: {
@@ -206,6 +216,7 @@ OptimizerOptions observe_options(OptimizerKind kind, const impl::OptionsBase& op
       o.weight_decay = a.weight_decay;
       o.initial_accumulator_value = a.initial_accumulator_value;
       o.eps = a.eps;
+      maximize(a.maximize);
       break;
     }
     case OptimizerKind::LBFGS: {

@@ -7,6 +7,17 @@
 
 namespace lockstep::impl {
 
+Tensor gradient_for_step(const Tensor& grad, bool maximize) {
+  if (!maximize || !grad.defined()) return grad;
+  Tensor negated = grad.clone();
+  dispatch_dtype(negated.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* g = negated.data<T>();
+    for (int64_t i = 0; i < negated.numel(); ++i) g[i] = -g[i];
+  });
+  return negated;
+}
+
 Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptionsBase> defaults)
     : defaults_(std::move(defaults)) {
   for (const ParamGroup& g : groups) add_param_group(g);

@@ -70,6 +70,10 @@ struct ParamState {
 // An undefined tensor stays undefined; a defined one is copied into new storage.
 inline Tensor copy_of(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
 
+// SEM-20.1: the gradient a step reads. Under maximize it is -grad in new storage, so that .grad keeps its values and
+// its identity and the step goes on as it does when minimizing; negation is exact, so this is the same arithmetic.
+Tensor gradient_for_step(const Tensor& grad, bool maximize);
+
 // What optimizer.state_dict() saves (SEMANTICS §19.5): every group's options and size, and the state of each
 // parameter position that has state (a parameter listed twice is saved at both positions). Its own copies: later
 // steps do not change it.

@@ -25,6 +25,7 @@ struct RMSpropOptions : OptionsBase {
   double weight_decay = 0;
   double momentum = 0;
   bool centered = false;
+  bool maximize = false;  // SEM-20.1: the step reads -grad
 
   RMSpropOptions& set_lr(double v) { lr = v; return *this; }
   RMSpropOptions& set_alpha(double v) { alpha = v; return *this; }
@@ -32,6 +33,7 @@ struct RMSpropOptions : OptionsBase {
   RMSpropOptions& set_weight_decay(double v) { weight_decay = v; return *this; }
   RMSpropOptions& set_momentum(double v) { momentum = v; return *this; }
   RMSpropOptions& set_centered(bool v) { centered = v; return *this; }
+  RMSpropOptions& set_maximize(bool v) { maximize = v; return *this; }
 
   std::unique_ptr<OptionsBase> clone() const override { return std::make_unique<RMSpropOptions>(*this); }
 };

@@ -89,7 +89,7 @@ void SGD::step() {
     const bool momentum_on = o.momentum != 0;
     const bool nesterov = momentum_on && o.nesterov;  // SEM-5.2: nesterov without momentum is ignored
     for (Tensor& p : param_groups()[gi].params) {
-      Tensor grad = p.grad();
+      Tensor grad = gradient_for_step(p.grad(), o.maximize);
       if (!grad.defined()) continue;  // SEM-4.3: skipped entirely
       if (grad.dtype() != p.dtype() || grad.numel() != p.numel())
         throw Error(ErrorKind::Other, "grad does not match its parameter (dtype or shape)");

@@ -24,12 +24,14 @@ struct SGDOptions : OptionsBase {
   double dampening = 0;
   double weight_decay = 0;
   bool nesterov = false;
+  bool maximize = false;  // SEM-20.1: the step reads -grad
 
   SGDOptions& set_lr(double v) { lr = v; return *this; }
   SGDOptions& set_momentum(double v) { momentum = v; return *this; }
   SGDOptions& set_dampening(double v) { dampening = v; return *this; }
   SGDOptions& set_weight_decay(double v) { weight_decay = v; return *this; }
   SGDOptions& set_nesterov(bool v) { nesterov = v; return *this; }
+  SGDOptions& set_maximize(bool v) { maximize = v; return *this; }
 
   std::unique_ptr<OptionsBase> clone() const override { return std::make_unique<SGDOptions>(*this); }
 };

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <type_traits>
 #include <tuple>
 #include <unordered_map>
@@ -135,12 +136,21 @@ torch::Tensor index_tensor(const std::vector<int64_t>& indices) {
 // ---------------------------------------------------------------------------------------------------------
 // Options (SEMANTICS §5.1, §6.1, §7.1).
 
+// SEM-20.2: LibTorch's C++ optimizers have no maximize. A run whose oracle is this engine leaves it out of its scope
+// (run_scope.h); a program that still asks for it is refused here, never run as something else.
+void refuse_maximize(const OptimizerOptions& o) {
+  if (o.maximize.value_or(false))
+    throw std::runtime_error("maximize: LibTorch's C++ optimizers have no such option (SEMANTICS 20.2); run such "
+                             "programs against a driver oracle that has it (lockstep run --oracle)");
+}
+
 void apply(torch::optim::SGDOptions& to, const OptimizerOptions& o) {
   if (o.lr) to.lr(*o.lr);
   if (o.momentum) to.momentum(*o.momentum);
   if (o.dampening) to.dampening(*o.dampening);
   if (o.weight_decay) to.weight_decay(*o.weight_decay);
   if (o.nesterov) to.nesterov(*o.nesterov);
+  refuse_maximize(o);
 }
 
 template <class AdamLikeOptions>
@@ -150,6 +160,7 @@ void apply(AdamLikeOptions& to, const OptimizerOptions& o) {
   if (o.eps) to.eps(*o.eps);
   if (o.weight_decay) to.weight_decay(*o.weight_decay);
   if (o.amsgrad) to.amsgrad(*o.amsgrad);
+  refuse_maximize(o);
 }
 
 void apply(torch::optim::RMSpropOptions& to, const OptimizerOptions& o) {
@@ -159,6 +170,7 @@ void apply(torch::optim::RMSpropOptions& to, const OptimizerOptions& o) {
   if (o.weight_decay) to.weight_decay(*o.weight_decay);
   if (o.momentum) to.momentum(*o.momentum);
   if (o.centered) to.centered(*o.centered);
+  refuse_maximize(o);
 }
 
 void apply(torch::optim::AdagradOptions& to, const OptimizerOptions& o) {
@@ -167,6 +179,7 @@ void apply(torch::optim::AdagradOptions& to, const OptimizerOptions& o) {
   if (o.weight_decay) to.weight_decay(*o.weight_decay);
   if (o.initial_accumulator_value) to.initial_accumulator_value(*o.initial_accumulator_value);
   if (o.eps) to.eps(*o.eps);
+  refuse_maximize(o);
 }
 
 // SEM-16.1: the counts are whole numbers (validated by the program model).

@@ -5,6 +5,9 @@
 // descriptions.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -15,7 +18,11 @@
 
 #include "conformance/report/atomic_file.h"
 #include "conformance/program/data_dir.h"
+#include "conformance/run/capabilities.h"
 #include "conformance/run/corpus_builder.h"
+#include "conformance/run/driver_process.h"
+#include "conformance/run/driver_protocol.h"
+#include "conformance/run/run_scope.h"
 #include "conformance/run/fixture.h"
 #include "conformance/run/named_case.h"
 #include "conformance/program/program_json.h"
@@ -58,7 +65,60 @@ void update_schema(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// `fixtures generate --oracle CMD`: corpus/python-oracle, what only a driver oracle can record (SEMANTICS 20.2),
+// replacing that folder's files and nothing else.
+int generate_with_driver_oracle(const FixturesGenerateArgs& args) {
+  const std::string out = args.out_dir.empty() ? data_dir() + "/fixtures" : args.out_dir;
+  const std::string folder = out + "/corpus/python-oracle";
+  try {
+    DriverOptions driver_options;
+    driver_options.timeout = std::chrono::milliseconds(60000);
+    ExternalDriver driver(args.oracle, driver_options);
+    if (!driver.ensure_started()) throw std::runtime_error("the oracle driver cannot start: " + driver.startup_failure());
+    const Capabilities caps = driver_capabilities(driver.hello());
+    RunScope scope;
+    Expectations unused;
+    exclude_what_the_oracle_lacks(scope, &caps, "", unused);
+    FixtureProvenance provenance;
+    provenance.oracle = caps.name.empty() ? "driver" : caps.name;
+    provenance.oracle_version = caps.pytorch_version.empty() ? caps.version : caps.pytorch_version;
+    auto record = [&](const Program& program) -> std::optional<Trace> {
+      DriverOutcome o = run_on_driver(driver, "fixture", program_to_json(program));
+      if (o.kind == DriverOutcome::Kind::Unsupported) return std::nullopt;
+      if (o.kind == DriverOutcome::Kind::Failure)
+        throw std::runtime_error(fmt::format("the oracle driver failed ({}): {}\n{}", o.failure_category, o.failure,
+                                             o.stderr_excerpt));
+      return std::move(o.trace);
+    };
+    const std::vector<CorpusFixture> all = build_driver_oracle_corpus(load_cases(python_oracle_cases_dir()), record,
+                                                                      provenance, scope.scope, args.seed, 24);
+    files::create_directories(folder);
+    std::set<std::string> written;
+    for (const CorpusFixture& g : all) {
+      const std::string file = folder + "/" + g.fixture.id + ".json";
+      write_file_atomically(file, format_fixture_json(fixture_to_json(g.fixture)));
+      written.insert(files::canonical(file));
+    }
+    for (const std::string& file : files::list_files(folder, {".json"}))
+      if (!written.count(files::canonical(file))) {
+        fmt::print("removing {} (no longer generated)\n", file);
+        if (!files::remove_file(file)) throw std::runtime_error("cannot remove " + file + ": " + std::strerror(errno));
+      }
+    fmt::print("wrote {} fixtures recorded by {} {} in {}\n", all.size(), provenance.oracle, provenance.oracle_version,
+               folder);
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep fixtures generate --oracle: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 int command_fixtures_generate(const FixturesGenerateArgs& args) {
+  if (!args.oracle.empty()) return generate_with_driver_oracle(args);
   if (!oracle_available()) {
     std::cerr << "lockstep fixtures generate: " << kNoOracle << "\n";
     return kExitInputError;
@@ -137,7 +197,7 @@ int command_fixtures_generate(const FixturesGenerateArgs& args) {
     }
   std::vector<std::string> uncovered;
   for (const FeatureTagInfo& t : all_feature_tags())
-    if (!in_random.count(t.tag)) uncovered.push_back(t.tag);
+    if (!in_random.count(t.tag) && !t.driver_oracle_only) uncovered.push_back(t.tag);
   fmt::print("generated {} fixtures in {}/corpus ({} random)\n", all.size(), out, picked);
   if (!uncovered.empty()) {
     fmt::print("random programs cover no fixture with: {}\n", fmt::join(uncovered, ", "));
@@ -159,6 +219,9 @@ CLI::App* add_fixtures_command(CLI::App& app, FixturesGenerateArgs& args, CLI::A
   generate->add_flag("--version-dependent-only", args.version_dependent_only,
                      "Write only the named cases whose checks depend on the PyTorch version, as this oracle's "
                      "recordings (LibTorch 2.x: corpus/cases-torch2/ID-torch2.json; SEMANTICS 12.5)");
+  generate->add_option("--oracle", args.oracle,
+                       "Record only corpus/python-oracle, what LibTorch's C++ API cannot (maximize, SEMANTICS 20.2), "
+                       "with this driver as the oracle: e.g. \"python3 tools/adapters/pytorch_driver.py\"");
   return fixtures;
 }
 

@@ -204,6 +204,14 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
+  if (!args.oracle.empty() && args.cases_dir.empty()) {  // SEMANTICS 20.2: the cases only a driver oracle can judge
+    try {
+      for (NamedCase& c : load_cases(python_oracle_cases_dir())) in.cases.push_back(std::move(c));
+    } catch (const std::exception& e) {
+      std::cerr << "lockstep run: " << e.what() << "\n";
+      return kExitInputError;
+    }
+  }
   const std::vector<NamedCase>& cases = in.cases;
   Expectations& expectations = in.expectations;
   if (!args.only_case.empty()) {
@@ -227,17 +235,22 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   options.mode = args.free_running || against_itself || !builtin ? RunMode::FreeRunning : RunMode::Lockstep;
   EngineFactory make_oracle = [] { return make_engine("oracle"); };
   std::unique_ptr<TestedImplementation> subject;
+  DriverOptions driver_options;
+  driver_options.timeout = std::chrono::milliseconds(args.timeout_ms);
   if (builtin) {
     subject = in_process_implementation(make_oracle, [&] { return make_engine(args.engine, args.mutant, args.variant); }, options);
   } else {
-    DriverOptions driver_options;
-    driver_options.timeout = std::chrono::milliseconds(args.timeout_ms);
     subject = driver_implementation(make_oracle, args.engine, driver_options, in.tolerance);
+  }
+  if (!args.oracle.empty()) {  // compared as recorded traces: free-running
+    options.mode = RunMode::FreeRunning;
+    subject = against_driver_oracle(std::move(subject), args.oracle, driver_options, in.tolerance);
   }
 
   // The handshake (a driver starts now), then the scope: what it supports, --features/--exclude-features, its
   // API profile (capabilities.h, feature_scope.h, api_profile.h).
   subject->capabilities();
+  const Capabilities* oracle_caps = subject->oracle_capabilities();
   if (!subject->fatal_error().empty()) {
     std::cerr << "lockstep run: " << subject->fatal_error() << not_an_engine_hint(args.engine) << "\n";
     return kExitInputError;
@@ -252,12 +265,20 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
-  apply_version_rules(scope, subject->pytorch_version(), make_oracle()->name());
+  const std::string oracle_name = oracle_caps ? args.oracle : make_oracle()->name();
+  try {
+    exclude_what_the_oracle_lacks(scope, oracle_caps, args.profile, expectations);
+  } catch (const std::exception& e) {
+    std::cerr << "lockstep run: --oracle: " << e.what() << "\n";
+    return kExitInputError;
+  }
+  apply_version_rules(scope, subject->pytorch_version(),
+                      oracle_caps && !oracle_caps->pytorch_version.empty() ? oracle_caps->pytorch_version : oracle_name);
   if (!args.special_values && args.special_values_every == 0) scope.not_generated.insert("special_values");
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep run: warning: " << w << "\n";
 
   RunReport report;
-  report.oracle_engine = make_oracle()->name();
+  report.oracle_engine = oracle_name;
   report.under_test_engine = builtin ? subject->name() : args.engine;
   report.seed = args.seed;
   report.count = args.count;
@@ -273,6 +294,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   if (!args.expectations_file.empty()) prefix += " --expectations " + shell_quote(path_for_reproduce(args.expectations_file));
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(path_for_reproduce(args.tolerance_file));
   prefix += scope_reproduce_flags(args.features, args.exclude_features, args.profile);
+  if (!args.oracle.empty()) prefix += " --oracle " + shell_quote(args.oracle);
   // A random program's reproduce line is this and --index; it is also what makes shards part of the same run.
   std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
                                           args.special_values ? " --special-values" : "");
@@ -328,6 +350,7 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     gen.special_values_every = args.special_values_every;
     if (!scope.scope->empty()) gen.scope = scope.scope;
     gen.focus = args.focus;
+    gen.maximize = oracle_caps != nullptr;  // SEM-20.2: only a driver oracle can have it; its hello says whether
     RandomPrograms programs(args.seed, gen);
     const int64_t first = args.only_index >= 0 ? args.only_index : 0;
     const int64_t end = args.only_index >= 0 ? args.only_index + 1 : args.count;
@@ -449,6 +472,10 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_scope_options(run, args.features, args.exclude_features, args.profile, ScopeOf::GeneratedPrograms);
+  run->add_option("--oracle", args.oracle,
+                  "A driver command line as the oracle instead of LibTorch's C++ API, for what that API lacks (maximize, "
+                  "SEMANTICS 20.2): e.g. \"python3 tools/adapters/pytorch_driver.py\"; its hello's capabilities and API "
+                  "profile narrow the run");
   run->add_flag("--focus", args.focus,
                 "With --features: draw element-wise ops among the listed ones, so each is exercised often (changes the "
                 "programs of a seed)");

@@ -40,6 +40,7 @@ struct FixturesGenerateArgs {
   int max_random = 120;                  // at most this many random fixtures
   uint64_t max_candidates = 20000;       // random programs looked at before giving up on a tag
   bool version_dependent_only = false;   // only the named cases whose checks depend on the version (SEM-12.5)
+  std::string oracle;                    // --oracle CMD: record corpus/python-oracle with this driver (SEM-20.2)
 };
 int command_fixtures_generate(const FixturesGenerateArgs& args);
 // `fixtures` and its subcommand `generate` (set in `generate`).

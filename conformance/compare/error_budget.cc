@@ -165,6 +165,14 @@ struct Shadow {
   std::vector<double> peak;       // the largest |p| per element, before and after every update
 };
 
+// The parameter as the step reads it: under maximize its gradient negated (SEM-20.1).
+ParamObservation as_stepped(const ParamObservation& p, const OptimizerOptions& options) {
+  ParamObservation out = p;
+  if (options.maximize.value_or(false))
+    for (double& g : out.grad.value.data) g = -g;
+  return out;
+}
+
 void raise_peak(Shadow& s) {
   if (s.peak.size() != s.p.size()) s.peak.assign(s.p.size(), 0.0);
   for (size_t i = 0; i < s.p.size(); ++i)
@@ -203,6 +211,8 @@ std::map<std::string, Shadow> run_step(OptimizerKind kind, const Record& before,
       s.last_options = options;
       raise_peak(s);
       ShadowParam shadow{s.p, s.g, s.step, s.state};
+      if (options.maximize.value_or(false))  // SEM-20.1: the step reads the negated gradient, .grad keeps its own
+        for (double& g : shadow.g) g = -g;
       const bool ok = description.step_in_double(options, shadow);
       // A failing step still counted and updated what it reached (RMSprop's square_avg, SEM-14.2): those values are
       // the engines' too, and carry the inputs' deviation like any other. The parameter is not changed.
@@ -275,8 +285,8 @@ ErrorBudget step_budget(OptimizerKind kind, const Record& expected_before, const
     // (error_budget.h).
     if (se.occurrences == 1 && eb && ab && ea && aa) {
       if (description.value_from_observed_state) {
-        auto pe = description.value_from_observed_state(se.last_options, *eb, *ea);
-        auto pa = description.value_from_observed_state(sa.last_options, *ab, *aa);
+        auto pe = description.value_from_observed_state(se.last_options, as_stepped(*eb, se.last_options), *ea);
+        auto pa = description.value_from_observed_state(sa.last_options, as_stepped(*ab, sa.last_options), *aa);
         if (pe && pa) {
           se.p = std::move(*pe);
           sa.p = std::move(*pa);

@@ -386,7 +386,7 @@ void generate_described_options(OptionDraws& draw, const OptimizerDescription& d
       if (!od.has_default || draw.chance(70)) o.lr = draw.lr(d.lr_values);
       continue;
     }
-    if (!draw.chance(35)) continue;
+    if (od.not_in_cpp_api || !draw.chance(35)) continue;  // drawn by add_maximize
     switch (od.type) {
       case OptionType::Number:
         o.*od.number = od.values.empty() || draw.chance(20) ? od.default_number : draw.element(od.values);
@@ -1185,6 +1185,32 @@ void add_clipping(Program& p, Picker& pick, const GenOptions& options) {
   }
 }
 
+// SEMANTICS §20: maximize in one program of 4 whose optimizer has it (GenOptions::maximize): on the defaults
+// mostly, on a group's own options, in a set_options change (switched on or off between steps), on an added group.
+void add_maximize(Program& p, Picker& pick, const GenOptions& options) {
+  if (!options.maximize || !p.optimizer) return;
+  const OptimizerKind kind = p.optimizer->kind;
+  const OptionDescription* d = find_option(kind, "maximize");
+  if (!d || !allowed(options, std::string(optimizer_name(kind)) + ".maximize") || !pick.chance(25)) return;
+  bool on = false;
+  auto draw = [&](std::optional<bool>& field, int percent, int true_percent) {
+    if (!pick.chance(percent)) return;
+    field = pick.chance(true_percent);
+    on = on || *field;
+  };
+  draw(p.optimizer->defaults.maximize, 70, 90);
+  for (ParamGroupSpec& g : p.optimizer->groups)
+    if (g.options) draw(g.options->maximize, 50, 80);
+  for (Action& a : p.actions) {
+    if (a.kind == ActionKind::SetOptions) draw(a.options.maximize, 30, 50);
+    if (a.kind == ActionKind::AddParamGroup && a.new_group.options) draw(a.new_group.options->maximize, 50, 80);
+  }
+  if (!on) p.optimizer->defaults.maximize = true;
+  if (!allowed(options, "group_options_partial"))  // as make_program completes them (SEM-7.1)
+    for (ParamGroupSpec& g : p.optimizer->groups)
+      if (g.options && !g.options->maximize) g.options->maximize = p.optimizer->defaults.maximize;
+}
+
 // SEMANTICS §19: checkpoints, in one program of 6 with an optimizer where the scope allows them: one or two
 // state_dict actions, each mostly followed by a load of it somewhere later (into a fresh optimizer half the time, a
 // resumed run), now and then loaded twice. Where the saves and loads fall decides what they meet: steps since the
@@ -1300,6 +1326,8 @@ rc::Gen<Program> gen_program(const GenOptions& given) {
     add_clipping(program, clip_pick, options);
     Picker checkpoint_pick(rc::Random(side.next() ^ 0x5A7ED1C7u), clamp_size(size, options));
     add_checkpoints(program, checkpoint_pick, options);
+    Picker maximize_pick(rc::Random(side.next() ^ 0x3A81312Eu), clamp_size(size, options));
+    add_maximize(program, maximize_pick, options);
     // A long program under L-BFGS (up to 1 + 26 max_iter closure calls a step) can pass the limits validate() sets on
     // what a run observes and computes; the generator keeps the actions that fit (a prefix stays valid). A program
     // repair could not mend is left as it is, for validate() to name.

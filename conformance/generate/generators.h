@@ -57,6 +57,11 @@ struct GenOptions {
   // drawn again when out of scope, so a scope of a few ops exercises each of them often (`lockstep run
   // --focus`). Changes the programs of a seed; without a scope it changes nothing.
   bool focus = false;
+  // SEMANTICS §20: maximize, on the optimizers that have it where the scope allows it, in one program of 4 with such
+  // an optimizer; drawn from a stream of its own, so the other programs of a seed stay as they are. Only for a run
+  // whose oracle has maximize: LibTorch's C++ API has not (SEM-20.2), so `lockstep run --oracle DRIVER` sets it
+  // when the driver announces it.
+  bool maximize = false;
 };
 
 // --- Components ------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ OptimizerDescription adagrad_description() {
                number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.01, 0.1}, {-0.1}),
                number_option("initial_accumulator_value", &OptimizerOptions::initial_accumulator_value, 0,
                              {0.1, 1.0, 0.5}, {-0.1}),
-               number_option("eps", &OptimizerOptions::eps, 1e-10, {1e-8, 1e-3, 0.0}, {-1e-10})};
+               number_option("eps", &OptimizerOptions::eps, 1e-10, {1e-8, 1e-3, 0.0}, {-1e-10}), maximize_option()};
   d.counts_steps = true;
   d.state = {{"sum", &OptimizerStateObservation::sum}};
   d.state_from_construction = true;  // SEM-15.2

@@ -132,7 +132,7 @@ OptimizerDescription adam_family(OptimizerKind kind, const char* name, const cha
                   {{1.0, 0.999}, {-0.1, 0.999}, {0.9, 1.0}}),
       number_option("eps", &OptimizerOptions::eps, 1e-8, {1e-8, 1e-6, 1e-3, 0.0}, {-1e-8}),
       number_option("weight_decay", &OptimizerOptions::weight_decay, weight_decay, {0.0, 0.01, 0.1}, {-0.1}),
-      flag_option("amsgrad", &OptimizerOptions::amsgrad, false)};
+      flag_option("amsgrad", &OptimizerOptions::amsgrad, false), maximize_option()};
   d.counts_steps = true;
   d.state = {{"exp_avg", &OptimizerStateObservation::exp_avg, StateScale::Gradient},
              {"exp_avg_sq", &OptimizerStateObservation::exp_avg_sq, StateScale::GradientSquared},

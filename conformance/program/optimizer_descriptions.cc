@@ -135,7 +135,7 @@ void copy_if_set(const OptionDescription& d, const OptimizerOptions& from, Optim
 }
 
 void set_default(const OptionDescription& d, OptimizerOptions& o) {
-  if (!d.has_default || d.default_computed) return;
+  if (!d.has_default || d.default_computed || d.not_in_cpp_api) return;
   switch (d.type) {
     case OptionType::Number: o.*d.number = d.default_number; break;
     case OptionType::Flag: o.*d.flag = d.default_flag; break;
@@ -174,6 +174,7 @@ OptimizerOptions resolved_options(OptimizerKind kind, const OptimizerOptions& gi
   for (const OptionDescription& d : describe(kind).options) {
     set_default(d, out);
     copy_if_set(d, given, out);
+    if (d.not_in_cpp_api && is_set(d, out) && is_default(d, out)) unset(d, out);  // in a trace only where it is on
   }
   return out;
 }

@@ -59,6 +59,11 @@ struct OptionDescription {
   // Valid values whose results hang on the last bit of a rounding (RMSprop's alpha 0, SEM-14.3): the generator
   // does not pick them and the shrinker does not try them (a shrunk failure must not drift into one).
   std::vector<double> unstable_values;
+  // An option LibTorch's C++ API lacks (maximize, SEM-20.2): only a run whose oracle has it (a driver oracle that
+  // announces it) gives it a value. Resolved options leave it unset at its default, so a trace carries it only where
+  // it is on and traces of programs without it are what they were; the generator draws it only when
+  // GenOptions::maximize says so, never among an optimizer's other options.
+  bool not_in_cpp_api = false;
 };
 
 // The operand magnitudes a state tensor's update combines, for its tolerance (tolerance.h): the gradient the step
@@ -292,6 +297,12 @@ inline OptionDescription flag_option(const char* name, std::optional<bool> Optim
   d.type = OptionType::Flag;
   d.flag = field;
   d.default_flag = default_value;
+  return d;
+}
+// SEMANTICS §20: maximize, an option of every optimizer but L-BFGS, that the C++ API lacks.
+inline OptionDescription maximize_option() {
+  OptionDescription d = flag_option("maximize", &OptimizerOptions::maximize, false);
+  d.not_in_cpp_api = true;
   return d;
 }
 inline OptionDescription pair_option(const char* name, std::optional<std::pair<double, double>> OptimizerOptions::*field,

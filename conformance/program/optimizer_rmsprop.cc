@@ -127,7 +127,7 @@ OptimizerDescription rmsprop_description() {
                number_option("eps", &OptimizerOptions::eps, 1e-8, {1e-6, 1e-3, 0.0}, {-1e-8}),
                number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.01, 0.1}, {-0.1}),
                number_option("momentum", &OptimizerOptions::momentum, 0, {0.9, 0.5, 0.0}, {-0.5}),
-               flag_option("centered", &OptimizerOptions::centered, false)};
+               flag_option("centered", &OptimizerOptions::centered, false), maximize_option()};
   d.options[1].unstable_values = {0.0};
   d.counts_steps = true;
   d.state = {{"square_avg", &OptimizerStateObservation::square_avg},

@@ -143,7 +143,7 @@ OptimizerDescription sgd_description() {
                number_option("momentum", &OptimizerOptions::momentum, 0, {0.9, 0.5, 0.99, 0.0}, {-0.5}),
                number_option("dampening", &OptimizerOptions::dampening, 0, {0.0, 0.1, 0.5}),
                number_option("weight_decay", &OptimizerOptions::weight_decay, 0, {0.0, 0.01, 0.1, 0.5}, {-0.01}),
-               flag_option("nesterov", &OptimizerOptions::nesterov, false)};
+               flag_option("nesterov", &OptimizerOptions::nesterov, false), maximize_option()};
   d.state = {{"momentum_buffer", &OptimizerStateObservation::momentum_buffer, StateScale::Gradient}};
   d.lr_values = d.options[0].values;
   d.step_bumps_version = false;

@@ -126,6 +126,7 @@ struct OptimizerOptions {
   std::optional<bool> centered;               // RMSprop
   std::optional<double> lr_decay;             // Adagrad
   std::optional<double> initial_accumulator_value;  // Adagrad
+  std::optional<bool> maximize;               // SGD, Adam, AdamW, RMSprop, Adagrad (SEMANTICS §20)
   // L-BFGS (SEMANTICS §16); the counts are integers (OptionDescription::integer).
   std::optional<double> max_iter, max_eval, history_size;
   std::optional<double> tolerance_grad, tolerance_change;

@@ -187,7 +187,14 @@ Capabilities driver_capabilities(const json& hello) {
     }
   }
   // Without its own list of optimizers, a driver of protocol 2 or newer gets the optimizers of its protocol, each with
-  // every option (optimizer_descriptions.h, since_protocol): L-BFGS came with protocol 5 (SEMANTICS §16).
+  // the options of its protocol (optimizer_descriptions.h, since_protocol): L-BFGS came with protocol 5 (SEMANTICS
+  // §16), the option maximize with 8 (§20).
+  const bool maximize_known = c.protocol >= kMaximizeSinceProtocol;
+  auto option_known = [&](const std::string& optimizer, const std::string& option) {
+    const std::optional<OptimizerKind> kind = optimizer_from_name(optimizer);
+    const OptionDescription* d = kind ? find_option(*kind, option) : nullptr;
+    return maximize_known || !d || !d->not_in_cpp_api;
+  };
   if (!c.optimizers && c.protocol >= 2 && c.protocol < kDriverProtocolVersion) {
     std::vector<std::string> newer;
     std::set<std::string> kept;
@@ -195,12 +202,13 @@ Capabilities driver_capabilities(const json& hello) {
       if (d.since_protocol <= c.protocol) kept.insert(d.name);
       else newer.push_back(fmt::format("{} (protocol {})", d.name, d.since_protocol));
     }
+    if (!maximize_known) newer.push_back(fmt::format("the option maximize (protocol {})", kMaximizeSinceProtocol));
     if (!newer.empty()) {
       c.optimizers.emplace();
       for (const FeatureInfo& f : all_features()) {
         if (f.category != "option") continue;
-        const std::string optimizer = f.name.substr(0, f.name.find('.'));
-        if (kept.count(optimizer)) (*c.optimizers)[optimizer].insert(f.name.substr(f.name.find('.') + 1));
+        const std::string optimizer = f.name.substr(0, f.name.find('.')), option = f.name.substr(f.name.find('.') + 1);
+        if (kept.count(optimizer) && option_known(optimizer, option)) (*c.optimizers)[optimizer].insert(option);
       }
       c.protocol_note = (c.protocol_note.empty() ? "" : c.protocol_note + "; ") +
                         fmt::format("the driver speaks protocol {} and declares no optimizers, so it gets none that came "
@@ -215,8 +223,9 @@ Capabilities driver_capabilities(const json& hello) {
   for (const FeatureInfo& f : all_features()) {
     if (f.category != "option") continue;
     const std::string optimizer = f.name.substr(0, f.name.find('.'));
-    if (optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw")
-      (*c.optimizers)[optimizer].insert(f.name.substr(f.name.find('.') + 1));
+    const std::string option = f.name.substr(f.name.find('.') + 1);
+    if ((optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw") && option_known(optimizer, option))
+      (*c.optimizers)[optimizer].insert(option);
   }
   c.protocol_note =
       (c.protocol_note.empty() ? "" : c.protocol_note + "; ") + std::string(hello.is_null() ? "the driver answered no hello" : "the driver's hello says protocol 1") +

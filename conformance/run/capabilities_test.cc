@@ -470,8 +470,11 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoLbfgs) {
     EXPECT_TRUE(scope.allows("adagrad")) << hello;
     EXPECT_TRUE(scope.allows("rmsprop.centered")) << hello;
   }
+  // Protocol 5 gets every optimizer, L-BFGS too, with every option but maximize (protocol 8, SEMANTICS §20).
   const Capabilities five = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 5})"));
-  EXPECT_FALSE(five.optimizers);
+  ASSERT_TRUE(five.optimizers);
+  EXPECT_EQ(five.optimizers->count("lbfgs"), 1u);
+  EXPECT_EQ(five.optimizers->at("sgd").count("maximize"), 0u);
   EXPECT_EQ(five.protocol_note.find("lbfgs"), std::string::npos) << five.protocol_note;
   const Capabilities listed = driver_capabilities(json::parse(
       R"({"name": "x", "version": "1", "protocol": 4, "supports": {"optimizers": {"lbfgs": ["lr", "max_iter"]}}})"));
@@ -490,7 +493,7 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoClipping) {
   EXPECT_EQ(five.features->count("clip_grad_value"), 0u);
   EXPECT_EQ(five.features->count("closure"), 1u);
   EXPECT_NE(five.protocol_note.find("clip_grad_norm (protocol 6)"), std::string::npos) << five.protocol_note;
-  EXPECT_NE(five.protocol_note.find("\"protocol\": 7"), std::string::npos) << five.protocol_note;
+  EXPECT_NE(five.protocol_note.find("\"protocol\": 8"), std::string::npos) << five.protocol_note;
   FeatureScope scope;
   exclude_unsupported(five, scope);
   EXPECT_FALSE(scope.allows("clip_grad_norm"));
@@ -505,11 +508,35 @@ TEST(Capabilities, DriversOfAnOlderProtocolGetNoClipping) {
   EXPECT_NE(six.protocol_note.find("state_dict (protocol 7)"), std::string::npos) << six.protocol_note;
   const Capabilities seven = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 7})"));
   EXPECT_FALSE(seven.features);
-  EXPECT_TRUE(seven.protocol_note.empty()) << seven.protocol_note;
   const Capabilities listed = driver_capabilities(
       json::parse(R"({"name": "x", "version": "1", "protocol": 5, "supports": {"features": ["clip_grad_value"]}})"));
   ASSERT_TRUE(listed.features);
   EXPECT_EQ(*listed.features, (std::set<std::string>{"clip_grad_value"}));
+}
+
+// maximize came with protocol 8 (SEMANTICS §20): an older driver that lists no options gets every optimizer's other
+// options and not it, and the note says how to get it; protocol 8 gets it; a driver listing its options gets what it lists.
+TEST(Capabilities, MaximizeCameWithProtocol8) {
+  const Capabilities seven = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 7})"));
+  ASSERT_TRUE(seven.optimizers);
+  for (const char* optimizer : {"sgd", "adam", "adamw", "rmsprop", "adagrad"}) {
+    ASSERT_TRUE(seven.optimizers->count(optimizer)) << optimizer;
+    EXPECT_EQ(seven.optimizers->at(optimizer).count("maximize"), 0u) << optimizer;
+    EXPECT_EQ(seven.optimizers->at(optimizer).count("lr"), 1u) << optimizer;
+  }
+  EXPECT_EQ(seven.optimizers->at("lbfgs").count("max_iter"), 1u);
+  EXPECT_NE(seven.protocol_note.find("maximize (protocol 8)"), std::string::npos) << seven.protocol_note;
+  FeatureScope scope;
+  exclude_unsupported(seven, scope);
+  EXPECT_FALSE(scope.allows("adam.maximize"));
+  EXPECT_TRUE(scope.allows("adam.amsgrad"));
+  const Capabilities one = driver_capabilities(nullptr);
+  ASSERT_TRUE(one.optimizers);
+  EXPECT_EQ(one.optimizers->at("sgd").count("maximize"), 0u);
+  EXPECT_EQ(one.optimizers->at("sgd").count("nesterov"), 1u);
+  const Capabilities eight = driver_capabilities(json::parse(R"({"name": "x", "version": "1", "protocol": 8})"));
+  EXPECT_FALSE(eight.optimizers);
+  EXPECT_TRUE(eight.protocol_note.empty()) << eight.protocol_note;
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "conformance/generate/generators.h"
 #include "conformance/generate/op_edges.h"
 #include "conformance/generate/shrink.h"
+#include "conformance/program/features.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/pytorch_version.h"
 #include "conformance/program/file_system.h"
@@ -353,7 +355,8 @@ std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, con
     constexpr int kTarget = 2;
 
     std::set<std::string> vocabulary;
-    for (const FeatureTagInfo& t : all_feature_tags()) vocabulary.insert(t.tag);
+    for (const FeatureTagInfo& t : all_feature_tags())
+      if (!t.driver_oracle_only) vocabulary.insert(t.tag);
     auto needed = [&](const std::vector<std::string>& tags) {
       for (const std::string& t : tags)
         if (vocabulary.count(t) && random_count[t] < kTarget) return true;
@@ -458,6 +461,7 @@ std::string corpus_coverage_table(const std::vector<CorpusFixture>& all) {
   out += "| tag | meaning | cases | gradient_fed | ops | random | default_run | total |\n"
          "|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const FeatureTagInfo& t : all_feature_tags()) {
+    if (t.driver_oracle_only) continue;  // corpus/python-oracle (fixtures/README.md)
     auto& c = counts[t.tag];
     int total = c["cases"] + c["gradient_fed"] + c["ops"] + c["random"] + c["default_run"];
     out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {}{} |\n", t.tag, t.meaning, c["cases"],
@@ -465,6 +469,88 @@ std::string corpus_coverage_table(const std::vector<CorpusFixture>& all) {
                        total == 0 ? " (NOT COVERED)" : "");
   }
   return out;
+}
+
+namespace {
+
+// Whether the recording shows Python's SGD state entry without a momentum buffer (SEM-11.1): an API difference, not
+// a value of the semantics.
+bool shows_a_state_entry_without_tensors(const Program& program, const Trace& trace) {
+  if (!program.optimizer || program.optimizer->kind != OptimizerKind::SGD) return false;
+  auto entry_without_buffer = [](const Record& r) {
+    for (const ParamObservation& p : r.state.params)
+      if (p.state.exists && !p.state.momentum_buffer) return true;
+    return false;
+  };
+  if (entry_without_buffer(trace.init)) return true;
+  for (const Record& r : trace.records)
+    if (entry_without_buffer(r)) return true;
+  return false;
+}
+
+bool has_maximize(const std::set<std::string>& features) {
+  for (const std::string& f : features)
+    if (f.size() > 9 && f.compare(f.size() - 9, 9, ".maximize") == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<CorpusFixture> build_driver_oracle_corpus(
+    const std::vector<NamedCase>& cases, const std::function<std::optional<Trace>(const Program&)>& record,
+    const FixtureProvenance& provenance, std::shared_ptr<const FeatureScope> scope, uint64_t seed, int count) {
+  std::vector<CorpusFixture> all;
+  for (const NamedCase& c : cases) {
+    std::optional<Trace> trace = record(c.program);
+    if (!trace) throw std::runtime_error("the oracle declined named case " + c.id);
+    Fixture f;
+    f.id = c.id;
+    f.description = c.description + (c.claim.empty() ? "" : " Claim: " + c.claim);
+    f.semantics = c.semantics;
+    f.program = c.program;
+    f.program_json = program_to_json(c.program);
+    f.expected = std::move(*trace);
+    f.tags = merge_tags(feature_tags(c.program, &f.expected), c.tags);
+    f.provenance = provenance;
+    f.provenance.generator = "named_case";
+    f.provenance.source = "conformance/cases-python-oracle/" + files::file_name(c.file);
+    all.push_back({"python-oracle", std::move(f)});
+  }
+  GenOptions gen;
+  gen.max_size = 30;
+  gen.max_actions = 12;
+  gen.max_params = 3;
+  gen.max_expr_depth = 3;
+  gen.maximize = true;
+  gen.scope = std::move(scope);
+  RandomPrograms stream(seed, gen);
+  std::set<std::string> ids;
+  int picked = 0;
+  for (uint64_t index = 0; index < 4000 && picked < count; ++index) {
+    const Program p = stream.at(index).value();
+    const ProgramSize size = program_size(p);
+    if (size.elements > 40 || size.actions > 14 || !has_maximize(program_features(p))) continue;
+    std::optional<Trace> trace = record(p);
+    if (!trace || shows_a_state_entry_without_tensors(p, *trace)) continue;
+    Fixture f;
+    f.program = p;
+    f.program_json = program_to_json(p);
+    f.id = content_id("max", f.program_json);
+    if (!ids.insert(f.id).second) continue;
+    f.tags = feature_tags(p, &*trace);
+    f.expected = std::move(*trace);
+    f.semantics = semantics_for(f.tags);
+    f.semantics.push_back("SEM-20.1");
+    f.description = fmt::format("Random program {} of seed {} with maximize, recorded by {} {} ({}).", index, seed,
+                                provenance.oracle, provenance.oracle_version, describe(size));
+    f.provenance = provenance;
+    f.provenance.generator = "random";
+    f.provenance.seed = seed;
+    f.provenance.index = index;
+    all.push_back({"python-oracle", std::move(f)});
+    ++picked;
+  }
+  return all;
 }
 
 }  // namespace lockstep

@@ -11,6 +11,8 @@
 //                  program, so an id is never reused for another program
 //   default_run/   programs of the default run (default_run.h) that reach a feature or coverage cell no fixture
 //                  above reaches (corpus_reach.h), so replay reaches all a default `lockstep run` reaches
+//   python-oracle/ what LibTorch's C++ API cannot record (maximize, SEMANTICS 20.2), recorded by PyTorch's Python API
+//                  through its adapter (`fixtures generate --oracle`, build_driver_oracle_corpus)
 //
 // Example:
 //   std::vector<CorpusFixture> all = build_corpus(load_cases(default_cases_dir()), make_oracle, CorpusOptions{});
@@ -18,6 +20,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +48,16 @@ struct CorpusOptions {
 
 // Whether `oracle_name` ("libtorch-2.6.0") is of PyTorch's second generation (2.x).
 bool second_generation_oracle(const std::string& oracle_name);
+
+// The corpus only a driver oracle can record (SEMANTICS 20.2: maximize, which LibTorch's C++ API lacks), in folder
+// "python-oracle" (`lockstep fixtures generate --oracle CMD`): the named cases `cases` (python_oracle_cases_dir()),
+// then `count` random programs with maximize within `scope` (the oracle's, run_scope.h), each recorded by `record`
+// (nullopt: the oracle declined it). A program in which the recording shows where the oracle's API differs from C++
+// (Python's SGD keeps a state entry without momentum, SEM-11.1) is not kept: replay compares with C++ semantics.
+// `provenance` names the recorder; `seed` the random programs'.
+std::vector<CorpusFixture> build_driver_oracle_corpus(
+    const std::vector<NamedCase>& cases, const std::function<std::optional<Trace>(const Program&)>& record,
+    const FixtureProvenance& provenance, std::shared_ptr<const FeatureScope> scope, uint64_t seed, int count);
 
 // The corpus `make_oracle`'s engine records: the named cases `cases` first, then (unless
 // version_dependent_only) the gradient-fed, op edge, random and default-run fixtures, in that order.

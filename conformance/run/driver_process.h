@@ -111,8 +111,10 @@ std::string truncate_for_message(const std::string& s, size_t n = 200);
 // The hello line lockstep writes first to every driver process it starts, and the protocol version it speaks.
 // Protocol 2 added RMSprop and Adagrad to the programs (fixtures/PROTOCOL.md 2a); a driver may answer with any
 // version from kOldestDriverProtocol on, and is held to that version's features (capabilities.h).
-inline constexpr int kDriverProtocolVersion = 7;  // 2: RMSprop, Adagrad; 3: softplus; 4: a step's closure; 5: L-BFGS;
-                                                  // 6: gradient clipping (SEMANTICS §18); 7: checkpoints (§19)
+inline constexpr int kDriverProtocolVersion = 8;  // 2: RMSprop, Adagrad; 3: softplus; 4: a step's closure; 5: L-BFGS;
+                                                  // 6: gradient clipping (SEMANTICS §18); 7: checkpoints (§19);
+                                                  // 8: the optimizers' option maximize (§20)
+inline constexpr int kMaximizeSinceProtocol = 8;
 inline constexpr int kOldestDriverProtocol = 1;
 inline constexpr const char* kDriverHelloId = "lockstep-hello";
 std::string driver_hello_line();  // {"id": "lockstep-hello", "hello": {"protocol": 3}}

@@ -69,7 +69,8 @@ std::vector<FeatureTagInfo> optimizer_tags() {
     for (const OptimizerDescription& d : optimizer_descriptions())
       if (find_option(d.kind, option)) where.push_back(fmt::format("{} {}", d.name, d.semantics));
     const bool flag = any_option(option).type == OptionType::Flag;
-    tags.push_back({option, fmt::format("{}{} ({})", option, flag ? " on" : " != 0", fmt::join(where, ", "))});
+    tags.push_back({option, fmt::format("{}{} ({})", option, flag ? " on" : " != 0", fmt::join(where, ", ")),
+                    any_option(option).not_in_cpp_api});
   }
   return tags;
 }

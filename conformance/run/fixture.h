@@ -75,6 +75,8 @@ bool fixture_applies(const Fixture& f, const std::string& pytorch_version);
 struct FeatureTagInfo {
   std::string tag;
   std::string meaning;
+  // Only a driver oracle records it (maximize, SEMANTICS 20.2: corpus/python-oracle); LibTorch's corpus has none.
+  bool driver_oracle_only = false;
 };
 const std::vector<FeatureTagInfo>& all_feature_tags();
 

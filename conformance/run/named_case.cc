@@ -204,6 +204,7 @@ std::vector<NamedCase> load_cases(const std::string& dir) {
 }
 
 std::string default_cases_dir() { return data_dir() + "/conformance/cases"; }
+std::string python_oracle_cases_dir() { return data_dir() + "/conformance/cases-python-oracle"; }
 
 std::vector<std::string> check_case(const NamedCase& c, const Trace& trace, const std::string& pytorch_version) {
   std::vector<std::string> failures;

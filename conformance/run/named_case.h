@@ -65,6 +65,9 @@ std::vector<NamedCase> load_cases(const std::string& dir);
 
 // The cases shipped with the source tree (conformance/cases).
 std::string default_cases_dir();
+// The named cases only a driver oracle can judge (SEMANTICS 20.2: maximize, which LibTorch's C++ API lacks): a run
+// with --oracle and no --cases runs them after the shipped ones; recorded into fixtures/corpus/python-oracle.
+std::string python_oracle_cases_dir();
 
 // The failed checks of `c` on `trace`, each a readable sentence; empty when every check holds. A check with
 // "when": {"pytorch": ">=2.0"} is checked only when `pytorch_version` (TestedImplementation::pytorch_version(),

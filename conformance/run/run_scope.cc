@@ -2,10 +2,13 @@
 
 #include "conformance/program/coverage_cells.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "conformance/program/feature_areas.h"
 #include "conformance/program/features.h"
+#include "conformance/program/optimizer_descriptions.h"
 #include "conformance/program/program_json.h"
 #include "conformance/program/pytorch_version.h"
 #include "conformance/report/report.h"
@@ -101,6 +104,29 @@ std::string feature_rule_reason(const FeatureVersionRule& rule, const std::strin
   if (version_rule_reason(implementation_version, oracle_version).empty()) return "";
   return fmt::format("{}, SEM-12.5 rule {}: the implementation follows PyTorch {}, the recording oracle is {}: {}",
                      rule.sections, rule.id, implementation_version, oracle_version, rule.difference);
+}
+
+void exclude_what_the_oracle_lacks(RunScope& s, const Capabilities* oracle_caps, const std::string& profile,
+                                   Expectations& expectations) {
+  if (!oracle_caps) {
+    for (const OptimizerDescription& d : optimizer_descriptions())
+      for (const OptionDescription& o : d.options)
+        if (o.not_in_cpp_api)
+          s.scope->exclude({std::string(d.name) + "." + o.name},
+                           fmt::format("the oracle, LibTorch's C++ API, has no {} (SEMANTICS 20.2): --oracle with a "
+                                       "driver that has it checks it (tools/adapters/pytorch_driver.py)", o.name),
+                           "oracle");
+    return;
+  }
+  Capabilities named = *oracle_caps;
+  named.name = "the oracle (" + (oracle_caps->name.empty() ? std::string("a driver") : oracle_caps->name) + ")";
+  exclude_unsupported(named, *s.scope);
+  if (oracle_caps->api_profile.empty() || profile == "none") return;
+  ApiProfile p = load_profile(profile_path(oracle_caps->api_profile, /*allow_files=*/false));
+  for (ProfileRule& r : p.rules) std::swap(r.expected, r.actual);
+  p.name += ", the oracle's";
+  apply_profile(p, *s.scope, expectations);
+  s.coverage.profile = s.coverage.profile.empty() ? p.name : s.coverage.profile + "; " + p.name;
 }
 
 void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {

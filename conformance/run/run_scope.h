@@ -39,6 +39,13 @@ struct RunScope {
 // `zero_grad_rule`: TestedImplementation::zero_grad_rule() (empty: both follow the same default).
 RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_rule, const std::string& features,
                         const std::string& exclude_features, const std::string& profile, Expectations& expectations);
+// What the oracle cannot judge leaves the run. With LibTorch's C++ API (`oracle_caps` null): the option maximize
+// (SEMANTICS 20.2). With a driver as the oracle (`lockstep run --oracle`): what its hello does not declare, and the
+// API profile its hello names, turned around (the oracle is the side whose API differs from C++, so a rule's
+// expected and actual values swap), unless `profile` (the run's --profile) is "none". Throws InputError when that
+// profile cannot be read.
+void exclude_what_the_oracle_lacks(RunScope& s, const Capabilities* oracle_caps, const std::string& profile,
+                                   Expectations& expectations);
 // Where the implementation follows another generation of PyTorch than the oracle it is compared with (1.x against
 // 2.x, either way) and the two differ in more than a default (SEMANTICS 12.5): the programs in which they differ
 // are left out with the rule's reason (rule `embedding-saved-weight-by-version`, listed in the report). Today one

@@ -210,6 +210,8 @@ class Driver : public TestedImplementation {
     return std::nullopt;
   }
 
+  std::string declined() const override { return skipped_; }
+
   std::string fatal_error() const override {
     if (!hello_error_.empty()) return hello_error_;
     return driver_.startup_failed() ? driver_.startup_failure() : std::string();
@@ -252,7 +254,103 @@ class Driver : public TestedImplementation {
   std::optional<Trace> last_trace_;
 };
 
+class AgainstDriverOracle : public TestedImplementation {
+ public:
+  AgainstDriverOracle(std::unique_ptr<TestedImplementation> subject, std::string command, DriverOptions driver_options,
+                      Tolerance tolerance)
+      : subject_(std::move(subject)), oracle_(std::move(command), driver_options), tolerance_(tolerance) {}
+
+  std::string name() override { return subject_->name(); }
+  RunMode mode() const override { return RunMode::FreeRunning; }
+
+  LockstepResult run(const std::string& id, const Program& program, const FieldMask& mask) override {
+    LockstepResult r;
+    r.mode = RunMode::FreeRunning;
+    r.oracle_engine = oracle_.command();
+    r.under_test_engine = subject_->name();
+    const bool mine = zero_grad_default_none();
+    const Program for_oracle = mine != oracle_zero_grad_default_none() ? spell_out_zero_grad(program, mine) : program;
+    DriverOutcome expected = run_on_driver(oracle_, id, program_to_json(for_oracle));
+    if (expected.kind == DriverOutcome::Kind::Unsupported) {
+      r.skipped = fmt::format("the oracle driver answered unsupported '{}'", expected.feature);
+      return r;
+    }
+    if (expected.kind == DriverOutcome::Kind::Failure) {
+      r.passed = false;
+      r.engine_failure = fmt::format("the oracle driver failed ({}): {}", expected.failure_category, expected.failure);
+      if (!expected.stderr_excerpt.empty()) r.engine_failure += "\noracle driver stderr:\n" + expected.stderr_excerpt;
+      return r;
+    }
+    std::string why;
+    std::optional<Trace> actual = subject_->trace(id, program, why);
+    if (!actual) {
+      r.skipped = subject_->declined();
+      if (r.skipped.empty()) {
+        r.passed = false;
+        r.engine_failure = why;
+      }
+      return r;
+    }
+    LockstepResult compared = compare_recorded_traces(program, expected.trace, *actual, tolerance_, mask);
+    compared.oracle_engine = r.oracle_engine;
+    compared.under_test_engine = r.under_test_engine;
+    return compared;
+  }
+
+  std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) override {
+    return subject_->trace(id, program, why);
+  }
+  std::string declined() const override { return subject_->declined(); }
+
+  std::string fatal_error() const override {
+    if (!oracle_error_.empty()) return oracle_error_;
+    if (oracle_.startup_failed()) return "the oracle driver cannot start: " + oracle_.startup_failure();
+    return subject_->fatal_error();
+  }
+
+  const Capabilities& capabilities() override { return subject_->capabilities(); }
+  const Capabilities* oracle_capabilities() override {
+    if (!oracle_read_) {
+      oracle_read_ = true;
+      if (oracle_.ensure_started()) {
+        try {
+          oracle_caps_ = driver_capabilities(oracle_.hello());
+        } catch (const JsonError& e) {
+          oracle_error_ = fmt::format("the oracle driver '{}' answered the hello with capabilities lockstep cannot read: "
+                                      "{}: {}", oracle_.command(), e.pointer(), e.message());
+        }
+      }
+    }
+    return &oracle_caps_;
+  }
+  bool zero_grad_default_none() override { return subject_->zero_grad_default_none(); }
+  // As the oracle declares it; nothing declared: LibTorch 1.13's, as an oracle without a version is taken to be.
+  bool oracle_zero_grad_default_none() override {
+    return resolved_zero_grad_default_none(*oracle_capabilities(), false);
+  }
+
+ protected:
+  std::string oracle_version() override {
+    const Capabilities& caps = *oracle_capabilities();
+    return caps.pytorch_version.empty() ? oracle_.command() : caps.pytorch_version;
+  }
+
+ private:
+  std::unique_ptr<TestedImplementation> subject_;
+  ExternalDriver oracle_;
+  Tolerance tolerance_;
+  bool oracle_read_ = false;
+  Capabilities oracle_caps_;
+  std::string oracle_error_;
+};
+
 }  // namespace
+
+std::unique_ptr<TestedImplementation> against_driver_oracle(std::unique_ptr<TestedImplementation> subject,
+                                                            std::string oracle_command, DriverOptions driver_options,
+                                                            Tolerance tolerance) {
+  return std::make_unique<AgainstDriverOracle>(std::move(subject), std::move(oracle_command), driver_options, tolerance);
+}
 
 std::unique_ptr<TestedImplementation> in_process_implementation(EngineFactory make_oracle, EngineFactory make_under_test,
                                                  LockstepOptions options) {

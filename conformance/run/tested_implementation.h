@@ -41,6 +41,10 @@ class TestedImplementation {
   virtual std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) = 0;
   // Non-empty when the implementation cannot run at all (a driver that fails to start): the run must end.
   virtual std::string fatal_error() const { return ""; }
+  // After trace() gave nullopt: non-empty when the implementation declined the program (a driver's "unsupported").
+  virtual std::string declined() const { return ""; }
+  // The oracle's own announcement where the oracle is a driver (against_driver_oracle); null: LibTorch in-process.
+  virtual const Capabilities* oracle_capabilities() { return nullptr; }
 
   // What the implementation announced about itself (capabilities.h). A driver is started for its hello on the
   // first call (check fatal_error() after it); an in-process engine supports everything.
@@ -64,6 +68,17 @@ std::unique_ptr<TestedImplementation> in_process_implementation(EngineFactory ma
 
 std::unique_ptr<TestedImplementation> driver_implementation(EngineFactory make_oracle, std::string command,
                                              DriverOptions driver_options, Tolerance tolerance);
+
+// `subject` judged against a driver as the oracle (`lockstep run --oracle CMD`): what LibTorch's C++ API lacks
+// (maximize, SEMANTICS 20.2) is checked against PyTorch's Python API through its adapter. Each program goes to the
+// oracle driver and to the subject (its trace() alone), and the two traces are compared as recorded ones
+// (free-running). Where their zero_grad() defaults differ, the oracle's program spells out the subject's (SEM-12.1).
+//
+//   auto subject = against_driver_oracle(in_process_implementation(make_oracle, make_impl, {}),
+//                                        "python3 tools/adapters/pytorch_driver.py", {}, {});
+std::unique_ptr<TestedImplementation> against_driver_oracle(std::unique_ptr<TestedImplementation> subject,
+                                                            std::string oracle_command, DriverOptions driver_options,
+                                                            Tolerance tolerance);
 
 // Two recorded traces of `program` compared as in free-running mode (lockstep_runner.h): every record, the
 // first failing one reported, a structural difference stops the comparison, growth rows per record.

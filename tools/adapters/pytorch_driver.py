@@ -13,8 +13,9 @@ two APIs shows up in `lockstep replay`:
 
 --mode single (default): the single-tensor optimizer path (foreach=False, like the C++ optimizers);
 --mode foreach: torch.optim's multi-tensor path (foreach=True); --mode fused: fused=True for the optimizers whose
-installed version has it (the hello declares only those; none: the driver says so on stderr and exits 3 before
-the hello). --device cpu (default) or cuda: parameters, constants and gradients on that device (no GPU: exit 3).
+installed version has it (the hello declares only those, and maximize only for those whose fused path takes it,
+both probed at start-up; none: the driver says so on stderr and exits 3 before the hello). --device cpu (default)
+or cuda: parameters, constants and gradients on that device (no GPU: exit 3).
 
 Run it with Debian's python3 (python3-torch 1.13): `/usr/bin/python3`, not a pyenv python without torch.
 
@@ -29,9 +30,11 @@ lockstep_driverkit.py):
    (SEM-7.1 [py]), where C++ 1.13 uses the option type's defaults: a real API difference.
  - Options foreign to the optimizer (momentum on Adam) are refused before anything changes, as the oracle does;
    an optimizer type the driver does not know is a setup error (kind other), never another optimizer.
- - foreach=False and maximize=False are passed explicitly (the single-tensor path, like the C++ optimizers).
-   LBFGS has neither argument (one path); --mode foreach and fused do not declare it. Its steps call the kit's
-   closure; its counts func_evals/n_iter are observed under the first parameter, as Python keeps them (SEM-16.2).
+ - foreach=False is passed explicitly (the single-tensor path, like the C++ optimizers), and maximize as the program
+   gives it (false where it does not: SEMANTICS §20), in the defaults and in each group that sets it (set_options
+   and add_param_group carry it into torch's param groups as any option). LBFGS has neither argument (one path;
+   maximize is foreign to it, refused by the kit); --mode foreach and fused do not declare it. Its steps call the
+   kit's closure; its counts func_evals/n_iter are observed under the first parameter, as Python keeps them (SEM-16.2).
  - state_dict: copy.deepcopy(optimizer.state_dict()), a saved copy as torch.save to a file keeps it (SEMANTICS
    §19.5); load_state_dict: optimizer.load_state_dict() of a deep copy of it, so that loads never share tensors
    (SEM-19.4); with "fresh", into a new optimizer the kit builds as at setup, which replaces the old one. Saved
@@ -100,16 +103,18 @@ class Torch(kit.Framework):
     engine = "pytorch-python-" + torch.__version__
     api_profile = "pytorch-python"
 
-    def __init__(self, mode, device, fused):
+    def __init__(self, mode, device, fused, fused_maximize=None):
         self.mode, self.device, self.fused = mode, device, fused  # fused: kind -> has a fused path here
+        self.fused_maximize = fused_maximize or {}  # kind -> its fused path takes maximize (SEMANTICS §20)
         if (mode, device) != ("single", "cpu"):
             self.name = "pytorch-python[%s,%s]" % (mode, device)
         self.api_profile = {"foreach": "pytorch-python-foreach", "fused": "pytorch-python-fused"}.get(
             mode, "pytorch-python")
 
     def supports(self):
-        if self.mode == "fused":  # only the optimizers with a fused path; everything else as always
-            return {"optimizers": {k: kit.FIELDS[k] for k, f in self.fused.items() if f}}
+        if self.mode == "fused":  # only the optimizers with a fused path (maximize where it takes it); the rest all
+            return {"optimizers": {k: [o for o in kit.FIELDS[k] if o != "maximize" or self.fused_maximize.get(k)]
+                                   for k, f in self.fused.items() if f}}
         if self.mode == "foreach":  # L-BFGS has no multi-tensor path: --mode single checks its only one
             return {"optimizers": {k: kit.FIELDS[k] for k in CLASSES if k not in SINGLE_PATH_ONLY}}
         return None  # everything
@@ -154,9 +159,10 @@ class Torch(kit.Framework):
         if self.mode == "fused":
             if not self.fused.get(kind):
                 raise kit.EngineError("other", "%s has no fused implementation in torch %s" % (kind, torch.__version__))
-            common = {"fused": True, "maximize": False}
+            common = {"fused": True}
         else:
-            common = {"foreach": self.mode == "foreach", "maximize": False}
+            common = {"foreach": self.mode == "foreach"}
+        defaults = dict({"maximize": False}, **defaults)  # the program's maximize, false where it gives none
         return CLASSES[kind](groups, **defaults, **common)
     def add_param_group(self, optimizer, group): optimizer.add_param_group(group)
     def zero_grad(self, optimizer, set_to_none):
@@ -195,20 +201,31 @@ Torch.op_mse_loss = staticmethod(F.mse_loss)
 Torch.op_softplus = staticmethod(F.softplus)  # beta 1, threshold 20 (SEMANTICS 2.12)
 
 
+def fused_step(cls, device, **options):
+    """One fused step on a parameter 0 with grad 1 (an exception: the path, or the option, is not available here)."""
+    p = torch.zeros(1, device=device, requires_grad=True)
+    p.grad = torch.ones(1, device=device)
+    cls([p], lr=0.1, fused=True, **options).step()
+
+
 def fused_paths(device):
     """Which optimizers have a fused path here: in the signature, and (torch 1.13's fused Adam runs on CUDA only)
-    a probe step that works."""
-    fused = {}
+    a probe step that works. Returns (fused, maximize): kind -> has a fused path; kind -> its fused path takes
+    maximize (SEMANTICS §20), probed the same way, by a fused step with maximize=True that works (torch 1.13's
+    constructor takes maximize with fused=True; only a step on the device shows whether the path refuses it). What
+    the step then does with it is lockstep's to check, not the probe's."""
+    fused, maximize = {}, {}
     for kind, cls in CLASSES.items():
-        fused[kind] = "fused" in inspect.signature(cls.__init__).parameters
-        if fused[kind]:
+        fused[kind] = maximize[kind] = False
+        if "fused" not in inspect.signature(cls.__init__).parameters:
+            continue
+        for options, has in (({}, fused), ({"maximize": True}, maximize)):
             try:
-                p = torch.zeros(1, device=device, requires_grad=True)
-                p.grad = torch.ones(1, device=device)
-                cls([p], lr=0.1, fused=True).step()
+                fused_step(cls, device, **options)
+                has[kind] = True
             except Exception:  # noqa: BLE001 - any refusal means: not available here
-                fused[kind] = False
-    return fused
+                break
+    return fused, maximize
 
 
 def main():
@@ -219,12 +236,12 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.stderr.write("pytorch_driver: --device cuda: no CUDA device here (torch %s)\n" % torch.__version__)
         sys.exit(3)
-    fused = fused_paths(args.device) if args.mode == "fused" else {}
+    fused, fused_maximize = fused_paths(args.device) if args.mode == "fused" else ({}, {})
     if args.mode == "fused" and not any(fused.values()):
         sys.stderr.write("pytorch_driver: --mode fused: no optimizer of torch %s has a fused path on %s\n"
                          % (torch.__version__, args.device))
         sys.exit(3)
-    kit.serve(Torch(args.mode, args.device, fused))
+    kit.serve(Torch(args.mode, args.device, fused, fused_maximize))
 
 
 if __name__ == "__main__":

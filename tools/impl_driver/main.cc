@@ -5,7 +5,7 @@
 // input. A request it cannot read is a protocol error: it names the problem on stderr and exits 2 (the
 // harness reports that case as failed and restarts the driver for the next one). The hello line lockstep
 // writes first ({"id": "lockstep-hello", "hello": {...}}) is answered with
-// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 7}} (the name is
+// {"id": "lockstep-hello", "hello": {"name": "impl", "version": "lockstep-impl-driver", "protocol": 8}} (the name is
 // "impl+MUTANT" with --mutant, the variant's engine name with --variant).
 //
 //   lockstep replay --engine "$PWD/build/lockstep-impl-driver"

@@ -72,7 +72,7 @@ class MutantSGD : public impl::SGD {
       const bool momentum_on = o.momentum != 0;
       const bool nesterov = momentum_on && o.nesterov;
       for (Tensor& p : param_groups()[gi].params) {
-        Tensor grad = p.grad();
+        Tensor grad = impl::gradient_for_step(p.grad(), o.maximize);  // SEM-20.1, as impl
         if (!grad.defined()) {
           if (m_ != Mutant::StepUndefinedGradAsZero) continue;
           grad = Tensor::zeros(p.dtype(), p.shape());
@@ -214,7 +214,7 @@ class MutantAdamFamily : public Base {
       const Options& o = this->group_options(gi);
       if (o.lr == 0 && m_ == Mutant::LrZeroGroupSkipped) continue;
       for (Tensor& p : this->param_groups()[gi].params) {
-        Tensor grad = p.grad();
+        Tensor grad = impl::gradient_for_step(p.grad(), o.maximize);  // SEM-20.1, as impl
         if (!grad.defined()) {
           if (m_ != Mutant::StepUndefinedGradAsZero) continue;
           grad = Tensor::zeros(p.dtype(), p.shape());
@@ -251,7 +251,7 @@ class MutantRMSprop : public impl::RMSprop {
     for (size_t gi = 0; gi < param_groups().size(); ++gi) {
       const impl::RMSpropOptions& o = group_options(gi);
       for (Tensor& p : param_groups()[gi].params) {
-        const Tensor grad = p.grad();
+        const Tensor grad = impl::gradient_for_step(p.grad(), o.maximize);  // SEM-20.1, as impl
         if (!grad.defined()) continue;
         check_fits(p, grad);
         impl::RMSpropParamState* state = state_of(p);
@@ -344,7 +344,7 @@ class MutantAdagrad : public impl::Optimizer {
     for (size_t gi = 0; gi < param_groups().size(); ++gi) {
       const auto& o = static_cast<const impl::AdagradOptions&>(*param_groups()[gi].options);
       for (Tensor& p : param_groups()[gi].params) {
-        const Tensor grad = p.grad();
+        const Tensor grad = impl::gradient_for_step(p.grad(), o.maximize);  // SEM-20.1, as impl
         if (!grad.defined()) continue;
         check_fits(p, grad);
         auto* state = static_cast<impl::AdagradParamState*>(find_state(p));

@@ -84,15 +84,18 @@ const OP_EXTRAS = { mul_scalar: (e) => numberIn(e.scalar), pow: (e) => numberIn(
   cross_entropy: (e) => e.targets.slice(), embedding: (e) => e.indices.slice() };
 
 // Each kind's options and the option type's defaults (null: SGD's lr has none). Any other option is foreign to it.
+// maximize (SEMANTICS §20): the step negates the gradient first; a framework honours it only by declaring it.
 const OPTION_DEFAULTS = {
-  sgd: { lr: null, momentum: 0, dampening: 0, weight_decay: 0, nesterov: false },
-  adam: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 0, amsgrad: false },
-  adamw: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 1e-2, amsgrad: false },
-  rmsprop: { lr: 1e-2, alpha: 0.99, eps: 1e-8, weight_decay: 0, momentum: 0, centered: false },
-  adagrad: { lr: 1e-2, lr_decay: 0, weight_decay: 0, initial_accumulator_value: 0, eps: 1e-10 },
+  sgd: { lr: null, momentum: 0, dampening: 0, weight_decay: 0, nesterov: false, maximize: false },
+  adam: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 0, amsgrad: false, maximize: false },
+  adamw: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 1e-2, amsgrad: false, maximize: false },
+  rmsprop: { lr: 1e-2, alpha: 0.99, eps: 1e-8, weight_decay: 0, momentum: 0, centered: false, maximize: false },
+  adagrad: { lr: 1e-2, lr_decay: 0, weight_decay: 0, initial_accumulator_value: 0, eps: 1e-10, maximize: false },
 };
 const FIELDS = Object.fromEntries(Object.entries(OPTION_DEFAULTS).map(([k, o]) => [k, Object.keys(o)]));
-const FLAGS = ['nesterov', 'amsgrad', 'centered'];
+const FLAGS = ['nesterov', 'amsgrad', 'centered', 'maximize'];
+// Flags a group's traced "options" carry only when true (SEMANTICS §20): traces without them stay as they were.
+const TRACED_ONLY_WHEN_TRUE = ['maximize'];
 const STATE_TENSORS = ['momentum_buffer', 'exp_avg', 'exp_avg_sq', 'max_exp_avg_sq', 'square_avg', 'grad_avg', 'sum'];
 const FEATURES = ['retain_graph', 'create_graph', 'no_grad', 'explicit_gradient', 'zero_grad', 'set_to_none',
   'zero_grad_default', 'set_grad_none', 'hold_grad', 'param_groups', 'add_param_group', 'set_options',
@@ -635,6 +638,7 @@ class Run {
         const options = {};
         for (const k of FIELDS[this.kind]) {
           const v = mine[k] !== undefined ? mine[k] : g.options[k];
+          if (TRACED_ONLY_WHEN_TRUE.includes(k) && !v) continue;
           options[k] = k === 'betas' ? [Number(v[0]), Number(v[1])] : (FLAGS.includes(k) ? !!v : Number(v));
         }
         groups.push({ params: g.params.slice(), options });
@@ -790,7 +794,8 @@ function serve(fw, options = {}) {
 module.exports = {
   KINDS, EngineError, Unsupported,
   numberIn, numberText, toJson, numel,
-  OPS, OPTION_DEFAULTS, FIELDS, FLAGS, STATE_TENSORS, FEATURES, optionsIn, resolveOptions, resolveGroup, isDefault,
+  OPS, OPTION_DEFAULTS, FIELDS, FLAGS, TRACED_ONLY_WHEN_TRUE, STATE_TENSORS, FEATURES,
+  optionsIn, resolveOptions, resolveGroup, isDefault,
   paramsOf, shapeOf, dtypeOf, evaluate, applyOp,
   GradSlots, Framework, unsupportedReason, Run, runProgram,
   PROTOCOL, hello, answer, serve,

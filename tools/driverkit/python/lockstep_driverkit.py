@@ -57,11 +57,14 @@ strings "float32"/"float64"; shapes are lists of ints ([] for 0-d).
   optimizer  make_optimizer(kind, groups, defaults)   optional as a whole; kind is one of `optimizers`; groups
                                                [{"params": [tensors], option: value ...}] with only the options the
                                                program gives, defaults likewise (decoded: floats, betas a tuple,
-                                               flags bools, max_iter/max_eval/history_size ints, line_search_fn a str). Foreign options, SGD without lr and unknown kinds
-                                               are refused by the kit first. resolve_groups() applies lockstep's
-                                               rule for what a group does not set
+                                               flags bools (nesterov, amsgrad, centered, maximize),
+                                               max_iter/max_eval/history_size ints, line_search_fn a str). Foreign
+                                               options, SGD without lr and unknown kinds are refused by the kit
+                                               first. resolve_groups() applies lockstep's rule for what a group does
+                                               not set
              param_groups(optimizer)           a list of dicts, each "params" and every option of the kind
-                                               resolved (default: optimizer.param_groups, torch-style)
+                                               resolved (default: optimizer.param_groups, torch-style); the
+                                               trace carries maximize only where it is true (SEMANTICS §20)
              set_options(optimizer, i, changes)   default: param_groups(optimizer)[i].update(changes)
              add_param_group(optimizer, group) optional ("add_param_group")
              zero_grad(optimizer, set_to_none) optional; set_to_none None means the framework's default (SEM-12.1)
@@ -162,18 +165,24 @@ _OP_EXTRAS = {"mul_scalar": ("scalar", number_in), "pow": ("exponent", number_in
               "cross_entropy": ("targets", list), "embedding": ("indices", list)}
 
 # Each kind's options and the option type's defaults (None: SGD's lr has none). Any other option is foreign.
+# maximize (SEMANTICS §20): the step negates the gradient first; L-BFGS has none (foreign to it).
 OPTION_DEFAULTS = {
-    "sgd": {"lr": None, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False},
-    "adam": {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False},
-    "adamw": {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2, "amsgrad": False},
-    "rmsprop": {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False},
-    "adagrad": {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10},
+    "sgd": {"lr": None, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False, "maximize": False},
+    "adam": {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False, "maximize": False},
+    "adamw": {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2, "amsgrad": False,
+              "maximize": False},
+    "rmsprop": {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
+                "maximize": False},
+    "adagrad": {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10,
+                "maximize": False},
     # SEM-16.1; max_eval None: computed from max_iter (max_iter * 5 // 4) by the constructor, see resolve_group
     "lbfgs": {"lr": 1.0, "max_iter": 20, "max_eval": None, "tolerance_grad": 1e-7, "tolerance_change": 1e-9,
               "history_size": 100, "line_search_fn": None},  # None: no line search; "strong_wolfe" (SEM-16.6)
 }
 FIELDS = {kind: list(options) for kind, options in OPTION_DEFAULTS.items()}
-FLAGS = ("nesterov", "amsgrad", "centered")
+FLAGS = ("nesterov", "amsgrad", "centered", "maximize")
+# Flags the trace's "options" carry only when true (SEMANTICS §20): traces without them stay as they were.
+TRACED_ONLY_WHEN_TRUE = ("maximize",)
 INTEGERS = ("max_iter", "max_eval", "history_size")  # whole-number options: JSON integers (L-BFGS, SEM-16.1)
 TEXTS = ("line_search_fn",)  # text options: JSON strings (L-BFGS, SEM-16.6)
 STATE_TENSORS = ("momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum")
@@ -222,11 +231,12 @@ def options_in(options):
 
 def options_out(kind, group):
     """Every option of `kind` read from a param group (a mapping) -> the trace's "options"; an unset one (None:
-    L-BFGS's max_eval of a group added later, SEM-16.1) is left out, as the C++ trace leaves it."""
+    L-BFGS's max_eval of a group added later, SEM-16.1) is left out, as the C++ trace leaves it, and so is maximize
+    when false (TRACED_ONLY_WHEN_TRUE)."""
     out = {}
     for k in FIELDS[kind]:
         v = group.get(k)
-        if v is None:
+        if v is None or (k in TRACED_ONLY_WHEN_TRUE and not v):
             continue
         if k == "betas":
             out[k] = [number_out(float(v[0])), number_out(float(v[1]))]
@@ -778,8 +788,8 @@ def run_program(fw, program):
 
 # ---- the hello (PROTOCOL 2a) and the loop (PROTOCOL §1) ------------------------------------------------------------
 
-PROTOCOL = 7  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5),
-#              plus gradient clipping (6), plus optimizer checkpoints (7)
+PROTOCOL = 8  # protocol 1 plus RMSprop/Adagrad (2), plus softplus (3), plus a step's closure (4), plus L-BFGS (5),
+#              plus gradient clipping (6), plus optimizer checkpoints (7), plus the option maximize (8)
 
 
 def hello(fw, requested=1):

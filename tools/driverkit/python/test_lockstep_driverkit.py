@@ -128,7 +128,8 @@ class Hello(unittest.TestCase):
         self.assertEqual(kit.hello(fw, 5)["protocol"], 5)
         self.assertEqual(kit.hello(fw, 6)["protocol"], 6)
         self.assertEqual(kit.hello(fw, 7)["protocol"], 7)
-        self.assertEqual(kit.hello(fw, 8)["protocol"], 7)
+        self.assertEqual(kit.hello(fw, 8)["protocol"], 8)
+        self.assertEqual(kit.hello(fw, 9)["protocol"], 8)
 
     def test_supports_computed_from_the_class(self):
         s = kit.hello(tiny.Tiny())["supports"]
@@ -412,6 +413,139 @@ class Checkpoints(unittest.TestCase):  # SEMANTICS §19, PROTOCOL §4 "Optimizer
             def load_state_dict(self, optimizer, saved): pass
         self.assertNotIn("state_dict", kit.hello(NoOptimizer())["supports"]["features"])
         self.assertIn("state_dict_mismatch", kit.KINDS)
+
+
+class MaximizingSGD(tiny.SGD):
+    """tiny's SGD with maximize (SEMANTICS §20.1): the step negates the gradient first, .grad keeps its values."""
+    def step(self):
+        for group in self.param_groups:
+            negated = [(p, p.grad) for p in group["params"] if p.grad is not None and group["maximize"]]
+            for p, g in negated:
+                p.grad = tiny.Tensor([-x for x in g.data], p.shape)
+            inner = tiny.SGD([group])
+            inner.state = self.state
+            try:
+                inner.step()
+            finally:
+                for p, g in negated:
+                    p.grad = g  # the same object, its values untouched
+
+
+class Maximizing(tiny.Tiny):
+    """The tiny framework honouring maximize, with add_param_group (the kit's resolve_group)."""
+    optimizers = {"sgd": ["lr", "momentum", "maximize"]}
+
+    def make_optimizer(self, kind, groups, defaults):
+        optimizer = MaximizingSGD(kit.resolve_groups(kind, groups, defaults))
+        optimizer.defaults = defaults
+        return optimizer
+
+    def add_param_group(self, optimizer, group):
+        optimizer.param_groups.append(kit.resolve_group("sgd", group, optimizer.defaults))
+
+
+class Maximize(unittest.TestCase):  # SEMANTICS §20: an option of SGD, Adam, AdamW, RMSprop and Adagrad, not L-BFGS
+    forward = {"action": "forward", "loss": {"op": "sum", "args": [{"op": "square", "args": [bare("w")]}]}}
+    backward = {"action": "backward"}
+    step = {"action": "step"}
+
+    def program(self, actions, defaults, groups=None):
+        optimizer = {"type": "sgd", "defaults": defaults}
+        if groups is None:
+            optimizer["params"] = ["w"]
+        else:
+            optimizer["groups"] = groups
+        return {"params": [param("w", [1.0, 2.0]), param("v", [3.0], shape=[1])], "optimizer": optimizer,
+                "actions": actions}
+
+    def test_an_option_of_five_kinds_a_flag_default_false(self):
+        for kind in ("sgd", "adam", "adamw", "rmsprop", "adagrad"):
+            self.assertIn("maximize", kit.FIELDS[kind])
+            self.assertIs(kit.OPTION_DEFAULTS[kind]["maximize"], False)
+        self.assertNotIn("maximize", kit.FIELDS["lbfgs"])
+        self.assertIn("maximize", kit.FLAGS)
+        self.assertEqual(kit.options_in({"maximize": True, "lr": 1}), {"maximize": True, "lr": 1.0})
+        self.assertIs(kit.options_in({"maximize": False})["maximize"], False)
+        self.assertIs(kit.options_in(json.loads('{"maximize": true}'))["maximize"], True)
+
+    def test_traced_only_when_true(self):
+        group = {"lr": 0.1, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False}
+        self.assertEqual(json.dumps(kit.options_out("sgd", dict(group, maximize=True))),
+                         '{"lr": 0.1, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": false, '
+                         '"maximize": true}')
+        self.assertEqual(kit.options_out("sgd", dict(group, maximize=False)), kit.options_out("sgd", group))
+        self.assertNotIn("maximize", kit.options_out("sgd", dict(group, maximize=False)))
+        adam = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False}
+        for kind in ("adam", "adamw"):
+            self.assertIs(kit.options_out(kind, dict(adam, maximize=1))["maximize"], True)
+            self.assertNotIn("maximize", kit.options_out(kind, dict(adam, maximize=0)))
+        self.assertNotIn("maximize", kit.options_out("lbfgs", {"lr": 1, "maximize": True}))  # not an L-BFGS option
+
+    def test_a_hello_computed_from_the_class_lists_it(self):
+        class Every(kit.Framework):
+            name = "every"
+            def make_optimizer(self, kind, groups, defaults): return None
+            def step_with_closure(self, optimizer, closure): return closure()
+        optimizers = kit.hello(Every())["supports"]["optimizers"]
+        for kind in ("sgd", "adam", "adamw", "rmsprop", "adagrad"):
+            self.assertIn("maximize", optimizers[kind])
+        self.assertNotIn("maximize", optimizers["lbfgs"])
+        self.assertEqual(kit.hello(Maximizing())["supports"]["optimizers"], {"sgd": ["lr", "momentum", "maximize"]})
+        self.assertEqual(kit.hello(tiny.Tiny())["supports"]["optimizers"], {"sgd": ["lr", "momentum"]})
+
+    def test_a_framework_without_it_refuses_only_true(self):
+        self.assertEqual(kit.run_program(tiny.Tiny(), self.program([], {"lr": 0.1, "maximize": True})),
+                         {"unsupported": "sgd.maximize"})
+        set_true = {"action": "set_options", "options": {"maximize": True}}
+        self.assertEqual(kit.run_program(tiny.Tiny(), self.program([set_true], {"lr": 0.1})),
+                         {"unsupported": "sgd.maximize"})
+        t = trace(self.program([self.forward, self.backward, self.step], {"lr": 0.1, "maximize": False}))
+        self.assertEqual(t["init"]["groups"][0]["options"], {"lr": 0.1, "momentum": 0.0, "dampening": 0.0,
+                                                             "weight_decay": 0.0, "nesterov": False})
+        self.assertEqual(t["records"][2]["params"]["w"]["values"], [0.8, 1.6])
+
+    def test_the_step_moves_up_the_gradient(self):  # SEM-20.1: w = [1, 2], grad [2, 4], lr 0.1, momentum 0.9
+        t = trace(self.program([self.forward, self.backward, self.step],
+                               {"lr": 0.1, "momentum": 0.9, "maximize": True}), Maximizing())
+        step = t["records"][2]
+        self.assertEqual(step["params"]["w"]["values"], [1.2, 2.4])
+        self.assertEqual(step["params"]["w"]["state"], {"momentum_buffer": [-2.0, -4.0]})
+        self.assertEqual(step["params"]["w"]["grad"]["values"], [2.0, 4.0])  # .grad keeps its values
+        self.assertTrue(step["params"]["w"]["grad"]["same_as_previous"])     # and its identity
+        self.assertEqual(step["groups"][0]["options"], {"lr": 0.1, "momentum": 0.9, "dampening": 0.0,
+                                                        "weight_decay": 0.0, "nesterov": False, "maximize": True})
+        self.assertEqual(t["init"]["groups"], step["groups"])
+
+    def test_groups_set_options_and_add_param_group_carry_it(self):
+        added = {"action": "add_param_group", "params": ["v"], "options": {"lr": 1.0, "maximize": True}}
+        t = trace(self.program([added,
+                                {"action": "set_options", "group": 1, "options": {"maximize": False}},
+                                {"action": "set_options", "group": 0, "options": {"maximize": True}}],
+                               {"lr": 0.1, "maximize": True},
+                               [{"params": ["w"], "options": {"lr": 0.5}}, {"params": []}]), Maximizing())
+        options = lambda r: [g["options"].get("maximize") for g in r["groups"]]  # noqa: E731
+        # A group with options of its own takes the option type's false; one without copies the defaults' true.
+        self.assertEqual(options(t["init"]), [None, True])
+        self.assertEqual(options(t["records"][0]), [None, True, True])
+        self.assertEqual(options(t["records"][1]), [None, None, True])
+        self.assertEqual(options(t["records"][2]), [True, None, True])
+        self.assertTrue(all("error" not in r for r in t["records"]))
+        t = trace(self.program([{"action": "set_options", "options": {"maximize": False}}],
+                               {"lr": 0.1, "maximize": True}), Maximizing())
+        self.assertTrue(t["init"]["groups"][0]["options"]["maximize"])
+        self.assertNotIn("maximize", t["records"][0]["groups"][0]["options"])
+
+    def test_foreign_to_lbfgs(self):
+        class Every(Maximizing):
+            optimizers = None
+            def step_with_closure(self, optimizer, closure): return closure()
+        program = {"params": [param("w", [1.0])], "actions": [self.step],
+                   "optimizer": {"type": "lbfgs", "defaults": {"maximize": False}, "params": ["w"]}}
+        t = trace(program, Every())
+        self.assertEqual(t["init"]["error"]["kind"], "invalid_option")  # as any option foreign to L-BFGS
+        self.assertIn("maximize", t["init"]["error"]["message"])
+        self.assertEqual(t["init"]["groups"], [])
+        self.assertEqual(t["records"][0]["error"]["kind"], "no_optimizer")
 
 
 class Refusals(unittest.TestCase):

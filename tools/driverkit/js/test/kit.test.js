@@ -34,9 +34,9 @@ test('numbers in: the strings, -0.0 read back with its sign, anything else refus
 test('optimizer options: defaults resolved by kind, a group with options takes the option type defaults', () => {
   assert.deepEqual(kit.optionsIn({ lr: 0.5, betas: [0.8, 'Infinity'], amsgrad: 1, comment: 'x' }), { lr: 0.5, betas: [0.8, Infinity], amsgrad: true });
   assert.deepEqual(kit.resolveGroup('adamw', { params: [], lr: 0.5 }, { lr: 0.1, weight_decay: 0 }),
-    { lr: 0.5, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 1e-2, amsgrad: false });
+    { lr: 0.5, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 1e-2, amsgrad: false, maximize: false });
   assert.deepEqual(kit.resolveGroup('sgd', { params: [] }, { lr: 0.1, momentum: 0.9 }),
-    { lr: 0.1, momentum: 0.9, dampening: 0, weight_decay: 0, nesterov: false });
+    { lr: 0.1, momentum: 0.9, dampening: 0, weight_decay: 0, nesterov: false, maximize: false });
   // "options": {} is options of its own, none set: the option type's defaults (LibTorch 1.13: Adam lr 0.001).
   const given = Object.defineProperty({ params: [] }, 'hasOptions', { value: true, enumerable: false });
   assert.equal(kit.resolveGroup('adam', given, { lr: 0.5 }).lr, 1e-3);
@@ -133,4 +133,69 @@ test('hello: protocol min(requested, 3), supports computed from the class', () =
   assert.deepEqual(h.supports.optimizers, { sgd: ['lr'] });
   assert.ok(!h.supports.features.includes('create_graph'));
   assert.deepEqual(h.observes, ['param.same_as_previous']);
+});
+
+// The tiny SGD with maximize (SEMANTICS §20.1): the step negates the gradient first; .grad keeps its values.
+class Maximizing extends TinyAutograd {
+  constructor() {
+    super();
+    this.optimizers = { sgd: ['lr', 'maximize'] };
+  }
+  makeOptimizer(kind, groups, defaults) {
+    const o = super.makeOptimizer(kind, groups, defaults);
+    o.param_groups.forEach((g, i) => { g.maximize = kit.resolveGroup(kind, groups[i], defaults).maximize; });
+    return o;
+  }
+  step(o) {
+    for (const g of o.param_groups) for (const p of g.params) {
+      if (p.grad) p.data.set(p.data.map((x, i) => x - g.lr * (g.maximize ? -1 : 1) * p.grad.data[i]));
+    }
+  }
+}
+
+test('maximize: an option of the five kinds, a flag read as a boolean, traced only when true', async () => {
+  for (const kind of ['sgd', 'adam', 'adamw', 'rmsprop', 'adagrad']) {
+    assert.ok(kit.FIELDS[kind].includes('maximize'));
+    assert.equal(kit.OPTION_DEFAULTS[kind].maximize, false);
+  }
+  assert.deepEqual(kit.optionsIn({ maximize: true, lr: 1 }), { maximize: true, lr: 1 });
+  assert.deepEqual(kit.optionsIn({ maximize: false }), { maximize: false });
+  const sgd = { lr: 0.1, momentum: 0, dampening: 0, weight_decay: 0, nesterov: false };
+  const w = { op: 'param', name: 'w' };
+  const prog = (defaults, actions = []) => ({ params: [W([1, 2])],
+    loss: { op: 'sum', args: [{ op: 'mul', args: [w, w] }] },
+    optimizer: { type: 'sgd', defaults, params: ['w'] },
+    actions: [{ action: 'forward' }, { action: 'backward' }, { action: 'step' }].concat(actions) });
+  // w = [1, 2], grad [2, 4], lr 0.1: up the gradient to [1.2, 2.4], maximize traced as true.
+  const up = (await kit.runProgram(new Maximizing(), prog({ lr: 0.1, maximize: true },
+    [{ action: 'set_options', options: { maximize: false } }]))).trace;
+  const step = up.records[2];
+  assert.deepEqual(step.params.w.values, [1.2, 2.4]);
+  assert.deepEqual(step.params.w.grad.values, [2, 4]);
+  assert.deepEqual(up.init.groups, [{ params: ['w'], options: Object.assign({}, sgd, { maximize: true }) }]);
+  assert.match(kit.toJson(step.groups), /"nesterov":false,"maximize":true\}/);
+  assert.deepEqual(up.records[3].groups, [{ params: ['w'], options: sgd }]);  // set to false: the key is gone
+  // false, or not given: no key, the same trace.
+  const down = (await kit.runProgram(new Maximizing(), prog({ lr: 0.1, maximize: false }))).trace;
+  const unset = (await kit.runProgram(new Maximizing(), prog({ lr: 0.1 }))).trace;
+  assert.deepEqual(down.records[2].params.w.values, [0.8, 1.6]);
+  assert.equal(kit.toJson(down), kit.toJson(unset));
+  for (const r of [down.init].concat(down.records)) assert.deepEqual(r.groups, [{ params: ['w'], options: sgd }]);
+  // A framework that does not declare it runs false and refuses true, by name (not as a foreign option).
+  const tiny = new TinyAutograd();
+  assert.ok((await kit.runProgram(tiny, prog({ lr: 0.1, maximize: false }))).trace);
+  assert.deepEqual(await kit.runProgram(tiny, prog({ lr: 0.1, maximize: true })), { unsupported: 'sgd.maximize' });
+  assert.deepEqual(await kit.runProgram(tiny, prog({ lr: 0.1 }, [{ action: 'set_options', options: { maximize: true } }])),
+    { unsupported: 'sgd.maximize' });
+});
+
+test('maximize: a hello lists it where the class declares it or its options are computed', () => {
+  assert.deepEqual(kit.hello(new Maximizing(), 3).supports.optimizers, { sgd: ['lr', 'maximize'] });
+  assert.deepEqual(kit.hello(new TinyAutograd(), 3).supports.optimizers, { sgd: ['lr'] });
+  class Every extends kit.Framework {
+    constructor() { super(); this.name = 'every'; }
+    makeOptimizer() { return null; }
+  }
+  const optimizers = kit.hello(new Every(), 3).supports.optimizers;
+  for (const kind of ['sgd', 'adam', 'adamw', 'rmsprop', 'adagrad']) assert.ok(optimizers[kind].includes('maximize'), kind);
 });
