@@ -29,6 +29,7 @@ GenOptions scoped(std::shared_ptr<const FeatureScope> scope, int max_size = 30) 
   GenOptions o;
   o.max_size = max_size;
   o.special_values = true;  // so that excluding special_values means something
+  o.maximize = true;        // and excluding an optimizer's maximize (SEMANTICS 20.4)
   o.scope = std::move(scope);
   return o;
 }

@@ -142,7 +142,7 @@ TEST(Features, VocabularyIsComplete) {
   EXPECT_EQ(per_category.size(), 6u);
   EXPECT_EQ(per_category["dtype"], 2);
   EXPECT_EQ(per_category["optimizer"], 6);
-  EXPECT_EQ(per_category["option"], 33);  // SGD 5, Adam 5, AdamW 5, RMSprop 6, Adagrad 5, L-BFGS 7
+  EXPECT_EQ(per_category["option"], 38);  // SGD 6, Adam 6, AdamW 6, RMSprop 7, Adagrad 6 (maximize, §20), L-BFGS 7
   EXPECT_EQ(per_category["feature"], 19);  // closure came with SEMANTICS §17, state_dict and load_state_dict with §19
   EXPECT_EQ(per_category["situation"], 16);  // 9, clip_value_without_grads (SEM-18.5), 4 of loads (§19), L-BFGS's 3
   // Every op but param and const (program.h).
@@ -172,11 +172,11 @@ TEST(Features, VocabularyIsComplete) {
     ASSERT_LT(at, order.size()) << f.name << " out of the category order";
   }
   EXPECT_EQ(optimizer_option_names(OptimizerKind::SGD),
-            (std::vector<std::string>{"lr", "momentum", "dampening", "weight_decay", "nesterov"}));
+            (std::vector<std::string>{"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"}));
   EXPECT_EQ(optimizer_option_names(OptimizerKind::RMSprop),
-            (std::vector<std::string>{"lr", "alpha", "eps", "weight_decay", "momentum", "centered"}));
+            (std::vector<std::string>{"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize"}));
   EXPECT_EQ(optimizer_option_names(OptimizerKind::AdamW),
-            (std::vector<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad"}));
+            (std::vector<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize"}));
 }
 
 // SEMANTICS §17: a step's closure is a feature of its own, and its actions count as actions of the program.
@@ -672,6 +672,7 @@ TEST(Features, GeneratedProgramsUseOnlyKnownNames) {
   for (bool special : {false, true}) {
     GenOptions options;
     options.special_values = special;
+    options.maximize = special;  // as a run with a driver oracle that has it (SEMANTICS 20.4)
     options.max_size = 60;
     RandomPrograms programs(special ? 11 : 10, options);
     for (int i = 0; i < 700; ++i) {

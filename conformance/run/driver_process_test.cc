@@ -325,8 +325,8 @@ TEST(ExternalDriver, MissingCommandIsAStartupFailureAndIsNotRetried) {
 TEST(DriverStartup, HelloLineIsOneJsonObject) {
   auto doc = nlohmann::ordered_json::parse(driver_hello_line());
   EXPECT_EQ(doc["id"], "lockstep-hello");
-  EXPECT_EQ(doc["hello"]["protocol"], 7);  // 2: RMSprop, Adagrad; 3: softplus; 4: a step's closure; 5: L-BFGS; 6: clipping;
-                                           // 7: checkpoints
+  EXPECT_EQ(doc["hello"]["protocol"], 8);  // 2: RMSprop, Adagrad; 3: softplus; 4: a step's closure; 5: L-BFGS; 6: clipping;
+                                           // 7: checkpoints; 8: maximize
   EXPECT_EQ(driver_hello_line().find('\n'), std::string::npos);
 }
 
@@ -423,10 +423,10 @@ TEST(DriverStartup, BadHelloAnswerIsAStartupFailure) {
   DriverReply r = d.request("a");
   EXPECT_EQ(r.status, Status::StartupFailed);
   EXPECT_NE(r.detail.find("version"), std::string::npos) << r.detail;
-  ExternalDriver future(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 8}}')", quick());
+  ExternalDriver future(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 9}}')", quick());
   r = future.request("a");
   EXPECT_EQ(r.status, Status::StartupFailed);
-  EXPECT_NE(r.detail.find("protocol 8, lockstep speaks 1 to 7"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("protocol 9, lockstep speaks 1 to 8"), std::string::npos) << r.detail;
   ExternalDriver ancient(R"(read h; echo '{"hello": {"name": "x", "version": "1", "protocol": 0}}')", quick());
   EXPECT_EQ(ancient.request("a").status, Status::StartupFailed);
 }

@@ -351,7 +351,9 @@ bool replay_step(Arithmetic a, OptimizerKind kind, const EngineState& before,
       if (it == ps.end()) throw std::logic_error("variant: group parameter '" + name + "' is not observed");
       Replayed& r = it->second;
       if (!r.grad || !r.grad->defined) continue;
-      const std::vector<double>& grad = r.grad->value.data;
+      std::vector<double> grad = r.grad->value.data;
+      if (o.maximize.value_or(false))  // SEM-20.1: the step reads -grad (exact), as impl
+        for (double& g : grad) g = -g;
       if (grad.size() != r.value.data.size())
         throw std::logic_error("variant: grad of '" + name + "' has another size");
       const bool f32 = r.value.dtype == DType::Float32;
