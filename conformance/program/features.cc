@@ -202,6 +202,10 @@ std::set<std::string> program_features(const Program& program) {
   bool stepped = false;  // a step ran since the held output's forward
   const Expr* held = nullptr;    // the held output's loss (null under no_grad)
   std::set<std::string> reached;  // parameters a backward reached since their grads were last set to none
+  // The same, except that zero_grad() with the default does not clear it: 1.13 zeroes in place, so on some version the
+  // grad is still defined and a step gives the parameter state (SEM-12.1). For the checkpoint situations, which an
+  // API profile avoids: they must hold wherever they may.
+  std::set<std::string> may_have_grad;
   std::set<std::string> grouped;  // parameters in the optimizer's groups (zero_grad's reach)
   if (program.optimizer)
     for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
@@ -224,7 +228,9 @@ std::set<std::string> program_features(const Program& program) {
       case ActionKind::Forward:
         if (a.loss) scan(*a.loss);
         if (a.no_grad) f.insert("no_grad");
-        held = a.no_grad ? nullptr : a.loss ? a.loss.get() : program.loss.get();
+        held = a.loss ? a.loss.get() : program.loss.get();
+        // Under no_grad only a bare parameter keeps a graph: the output is the parameter itself (SEM-2.3).
+        if (a.no_grad && held && held->op != Op::Param) held = nullptr;
         freed = false;
         stepped = false;
         break;
@@ -241,7 +247,9 @@ std::set<std::string> program_features(const Program& program) {
         }
         if (!fails)
           walk_expr(*held, [&](const Expr& n) {
-            if (n.op == Op::Param) reached.insert(n.name);
+            if (n.op != Op::Param) return;
+            reached.insert(n.name);
+            may_have_grad.insert(n.name);
           });
         if (freed) f.insert("backward_after_freed");
         if (stepped) f.insert("backward_after_step");
@@ -260,10 +268,13 @@ std::set<std::string> program_features(const Program& program) {
         // 2.x's default sets to none (SEM-12.1): taken as clearing, so that the situation holds on every version.
         if (program.optimizer && a.set_to_none.value_or(true))
           for (const std::string& n : grouped) reached.erase(n);
+        if (program.optimizer && a.set_to_none.value_or(false))
+          for (const std::string& n : grouped) may_have_grad.erase(n);
         break;
       case ActionKind::SetGradNone:
         f.insert("set_grad_none");
         reached.erase(a.param);
+        may_have_grad.erase(a.param);
         break;
       case ActionKind::HoldGrad: f.insert("hold_grad"); break;
       case ActionKind::Step:
@@ -272,7 +283,7 @@ std::set<std::string> program_features(const Program& program) {
           for (const Action& c : *a.closure) scan_action(c);
         }
         stepped = true;
-        for (const std::string& n : reached)
+        for (const std::string& n : may_have_grad)
           if (grouped.count(n)) stateful.insert(n);
         break;
       case ActionKind::SetOptions:
