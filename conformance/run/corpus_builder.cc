@@ -37,6 +37,16 @@ FixtureProvenance provenance(const std::string& oracle_name, const std::string& 
   return p;
 }
 
+// Random programs small enough to read as a fixture.
+GenOptions fixture_sized() {
+  GenOptions o;
+  o.max_size = 30;
+  o.max_actions = 12;
+  o.max_params = 3;
+  o.max_expr_depth = 3;
+  return o;
+}
+
 Trace run_on_oracle(const EngineFactory& make_oracle, const Program& program) {
   auto oracle = make_oracle();
   return run_program(program, *oracle);
@@ -367,11 +377,7 @@ std::vector<CorpusFixture> build_corpus(const std::vector<NamedCase>& cases, con
         if (random_count[t] < kTarget) return false;
       return true;
     };
-    GenOptions plain;
-    plain.max_size = 30;
-    plain.max_actions = 12;
-    plain.max_params = 3;
-    plain.max_expr_depth = 3;
+    const GenOptions plain = fixture_sized();
     GenOptions special = plain;
     special.special_values = true;
     RandomPrograms plain_stream(options.seed, plain);
@@ -516,11 +522,7 @@ std::vector<CorpusFixture> build_driver_oracle_corpus(
     f.provenance.source = "conformance/cases-python-oracle/" + files::file_name(c.file);
     all.push_back({"python-oracle", std::move(f)});
   }
-  GenOptions gen;
-  gen.max_size = 30;
-  gen.max_actions = 12;
-  gen.max_params = 3;
-  gen.max_expr_depth = 3;
+  GenOptions gen = fixture_sized();
   gen.maximize = true;
   gen.scope = std::move(scope);
   RandomPrograms stream(seed, gen);
