@@ -126,7 +126,7 @@ TEST(Sem8Comparator, EveryDescribedOptionIsCompared) {
     OptimizerOptions& changed = a.state.groups[0].options;
     switch (d.type) {
       case OptionType::Number: changed.*d.number = *(changed.*d.number) + 1; break;
-      case OptionType::Flag: changed.*d.flag = !*(changed.*d.flag); break;
+      case OptionType::Flag: changed.*d.flag = !(changed.*d.flag).value_or(d.default_flag); break;  // maximize: unset
       case OptionType::Pair: changed.*d.pair = std::make_pair(0.5, 0.25); break;
       case OptionType::Text: changed.*d.text = "strong_wolfe"; break;  // its default is no value
     }
