@@ -9,7 +9,10 @@
 // took, and whether the usual end-of-training check, allclose(rtol=1e-3, atol=5e-4) on the final
 // parameters, would have caught the mutant on the same program (shrunk, and before shrinking).
 //
-// Example:
+// With `oracle` a driver is the oracle on both paths, as in `lockstep run --oracle CMD`: the named cases of
+// conformance/cases-python-oracle run too and the random programs carry maximize. The mutants of what LibTorch's C++
+// API lacks (MutantInfo::needs_driver_oracle) are run live only then; without it their rows say "not run".
+//
 // With `replay` it also replays the fixture corpus on each mutant in-process (no oracle): the first fixture
 // that fails on the mutant and passes on clean impl kills it. Every op mutant (MutantInfo::is_op) must die
 // there, since an implementation without LibTorch has only the corpus.
@@ -18,6 +21,8 @@
 //   MutantsArgs args;
 //   args.count = 100;
 //   int exit_code = command_mutants(args);   // 0 every mutant killed, 1 some survived, 2 usage error
+//   args.oracle = "python3 tools/adapters/pytorch_driver.py";
+//   args.only = "maximize_*";                 // the mutants of maximize, judged by PyTorch's Python API
 #pragma once
 
 #include <cstdint>
@@ -38,7 +43,9 @@ struct MutantsArgs {
   int max_size = kDefaultRunMaxSize;
   std::string report_dir = "."; // mutants-report.md and .json go here; empty: none
   bool list = false;            // print the catalogue and exit
-  std::string only;             // run just this mutant
+  std::string only;             // run just this mutant, or those a glob matches ("maximize_*")
+  std::string oracle;           // a driver command as the oracle (`lockstep run --oracle`); empty: LibTorch's C++
+                                // API, against which the mutants of what it lacks (maximize) are not run live
   double shrink_seconds = 5;    // budget to shrink one killing program
   std::string cases_dir;        // empty: the shipped named cases
   std::string paths = "both";   // in-process (lockstep), driver (impl's protocol driver, --mutant), or both

@@ -6,7 +6,10 @@
 #      rejected at a value, not at the options, and its reproduce line, executed, fails the same way;
 #   3. against LibTorch's C++ API a run leaves maximize out, saying why;
 #   4. corpus/python-oracle (PyTorch's Python API's recording) replays clean on impl, the impl driver and the PyTorch
-#      adapter, and the wrong driver fails its replay.
+#      adapter, and the wrong driver fails its replay;
+#   5. the maximize mutants (tools/mutants/mutants.h) are killed by `lockstep mutants --oracle` in-process, through the
+#      impl driver and by replay, by the named cases and by random programs alone (a random kill's reproduce line,
+#      executed, fails); without --oracle their live rows say "not run" and replay still kills them.
 # Usage: check_maximize_oracle.sh BUILD_DIR   (from the source tree; needs python3-torch)
 set -euo pipefail
 build=${1:?usage: check_maximize_oracle.sh BUILD_DIR}
@@ -77,4 +80,35 @@ set +e
 rc=$?
 set -e
 [[ $rc -eq 1 ]] || { cat "$tmp/replay-wrong.out"; fail "the wrong driver passes the replay of $corpus (exit $rc)"; }
+
+"$lockstep" mutants --oracle "$oracle" --only 'maximize_*' --seed 1 --jobs 1 --shrink-seconds 2 \
+  --report-dir "$tmp/mutants" > "$tmp/mutants.out" 2>&1 || { cat "$tmp/mutants.out"; fail "a maximize mutant survived"; }
+"$lockstep" mutants --oracle "$oracle" --only 'maximize_*' --seed 1 --jobs 1 --shrink-seconds 2 --cases "$tmp/none" \
+  --no-replay --count 2000 --report-dir "$tmp/mutants-random" > "$tmp/mutants-random.out" 2>&1 ||
+  { cat "$tmp/mutants-random.out"; fail "a maximize mutant survived 2,000 random programs"; }
+"$lockstep" mutants --only 'maximize_*' --seed 1 --jobs 1 --count 0 --report-dir "$tmp/mutants-cpp" \
+  > "$tmp/mutants-cpp.out" 2>&1 || { cat "$tmp/mutants-cpp.out"; fail "lockstep mutants without --oracle failed"; }
+reproduce=$(python3 - "$tmp/mutants/mutants-report.json" "$tmp/mutants-random/mutants-report.json" \
+  "$tmp/mutants-cpp/mutants-report.json" <<'PY'
+import json, sys
+named, random, cpp = (json.load(open(f))["mutants"] for f in sys.argv[1:])
+names = sorted(m["mutant"] for m in named)
+assert names == ["maximize_after_weight_decay", "maximize_grad_in_place", "maximize_ignored"], names
+for m in named:
+    assert all(p["killed"] for p in m["paths"].values()) and m["replay"]["killed"], m
+for m in random:
+    for path, p in m["paths"].items():
+        assert p["killed"] and p["killed_by"].startswith("random-"), (m["mutant"], path, p)
+for m in cpp:
+    assert all("not_run" in p and not p["killed"] for p in m["paths"].values()), m
+    assert m["replay"]["killed"], m
+print(random[0]["paths"]["driver"]["reproduce"])
+PY
+) || fail "the maximize mutants' kill table: $reproduce"
+echo "check_maximize_oracle: the maximize mutants are killed; reproducing: $reproduce"
+set +e
+eval "\"\$lockstep\" ${reproduce#lockstep } --report-dir \"\$tmp/repro-mutant\"" > "$tmp/repro-mutant.out" 2>&1
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || { cat "$tmp/repro-mutant.out"; fail "the mutant's reproduce line exited $rc, want 1"; }
 echo "check_maximize_oracle: ok"

@@ -13,6 +13,7 @@
 #include "conformance/program/features.h"
 #include "impl/adagrad.h"
 #include "impl/adam.h"
+#include "impl/adamw.h"
 #include "impl/autograd.h"
 #include "impl/ops.h"
 #include "impl/rmsprop.h"
@@ -32,6 +33,16 @@ struct Before {
 void restore_unreached(std::vector<Before>& before) {
   for (Before& b : before)
     if (!b.param.grad().defined() && b.grad.defined()) b.param.set_grad(b.grad);
+}
+
+// A group's maximize flag (SEM-20.1); null for L-BFGS, which has none.
+bool* maximize_flag(impl::OptionsBase& o) {
+  if (auto* x = dynamic_cast<impl::SGDOptions*>(&o)) return &x->maximize;
+  if (auto* x = dynamic_cast<impl::AdamOptions*>(&o)) return &x->maximize;
+  if (auto* x = dynamic_cast<impl::AdamWOptions*>(&o)) return &x->maximize;
+  if (auto* x = dynamic_cast<impl::RMSpropOptions*>(&o)) return &x->maximize;
+  if (auto* x = dynamic_cast<impl::AdagradOptions*>(&o)) return &x->maximize;
+  return nullptr;
 }
 
 class ActionMutant : public ImplEngine {
@@ -232,7 +243,10 @@ class ActionMutant : public ImplEngine {
   // replaced by a new leaf holding its values and its grad, in the model and in the optimizer's groups: the
   // functional update of a port (p = p - lr * d). impl keys state by the tensor, so the rebound parameter
   // also loses its state (SEM-1.6).
+  // MaximizeIgnored: every group steps with maximize off. MaximizeGradInPlace: each group with maximize on has its
+  // grads negated in place (each storage once), then steps with maximize off; .grad keeps -g (SEM-20.1).
   void step() override {
+    if (m_ == Mutant::MaximizeIgnored || m_ == Mutant::MaximizeGradInPlace) return step_without_maximize();
     ImplEngine::step();
     if (m_ != Mutant::StepRebindsParameter) return;
     impl::Optimizer* o = optimizer();
@@ -283,6 +297,35 @@ class ActionMutant : public ImplEngine {
       if (g.options) g.options = over_defaults(*g.options);
     ImplEngine::make_optimizer(merged);
   }
+  void step_without_maximize() {
+    impl::Optimizer* o = optimizer();
+    std::vector<bool*> turned_off;
+    std::vector<impl::Tensor> negated;  // each storage once: aliased grads (SEM-3.1) and a parameter listed twice
+    if (o)
+      for (impl::ParamGroup& g : o->param_groups()) {
+        bool* maximize = g.options ? maximize_flag(*g.options) : nullptr;
+        if (!maximize || !*maximize) continue;
+        *maximize = false;
+        turned_off.push_back(maximize);
+        if (m_ != Mutant::MaximizeGradInPlace) continue;
+        for (impl::Tensor& p : g.params) {
+          impl::Tensor grad = p.grad();
+          if (!grad.defined() ||
+              std::any_of(negated.begin(), negated.end(), [&](const impl::Tensor& t) { return t.shares_storage_with(grad); }))
+            continue;
+          negated.push_back(grad);
+          for (int64_t i = 0; i < grad.numel(); ++i) grad.set_at(i, -grad.at(i));
+        }
+      }
+    try {
+      ImplEngine::step();
+    } catch (...) {
+      for (bool* m : turned_off) *m = true;
+      throw;
+    }
+    for (bool* m : turned_off) *m = true;
+  }
+
   // SEM-17.1.
   std::optional<TensorValue> step_with_closure(StepClosure& closure) override {
     if (m_ != Mutant::ClosureCalledAfterUpdate) return ImplEngine::step_with_closure(closure);
@@ -392,6 +435,8 @@ std::unique_ptr<ImplEngine> make_action_mutant(Mutant m, bool zero_grad_default_
     case Mutant::LoadRecreatesMoments:
     case Mutant::StateDictSharesState:
     case Mutant::LoadOptionsOtherVersion:
+    case Mutant::MaximizeIgnored:
+    case Mutant::MaximizeGradInPlace:
       return std::make_unique<ActionMutant>(m, zero_grad_default_none);
     default:
       return nullptr;

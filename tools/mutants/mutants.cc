@@ -98,6 +98,14 @@ const std::vector<MutantInfo>& mutant_catalogue() {
       {Mutant::LoadOptionsOtherVersion, "load_options_other_version",
        "load_state_dict follows the other LibTorch generation's rule for group options: 1.13 keeps the optimizer's, "
        "2.x restores the saved ones", "SEM-19.2"},
+      {Mutant::MaximizeIgnored, "maximize_ignored",
+       "every optimizer steps as if maximize were off: it moves down the gradient", "SEM-20.1"},
+      {Mutant::MaximizeGradInPlace, "maximize_grad_in_place",
+       "maximize negates .grad in place (grad.neg_()) instead of reading -grad: after the step .grad holds -g, and "
+       "the next backward accumulates onto it", "SEM-20.1"},
+      {Mutant::MaximizeAfterWeightDecay, "maximize_after_weight_decay",
+       "SGD and Adam negate after adding the L2 term weight_decay * p, -(g + wd * p), instead of before it, -g + wd * p",
+       "SEM-20.1"},
       {Mutant::ClipValueOneSided, "clip_value_one_sided",
        "clip_grad_value clamps from above only (min(g, clip_value)): large negative grads stay", "SEM-18.5"},
       {Mutant::SgdDampeningFirstStep, "sgd_dampening_first_step",

@@ -59,6 +59,10 @@ enum class Mutant : uint8_t {
   LoadRecreatesMoments,
   StateDictSharesState,
   LoadOptionsOtherVersion,
+  // maximize (SEM-20): judged only against a driver oracle, since LibTorch's C++ API has none (SEM-20.2)
+  MaximizeIgnored,
+  MaximizeGradInPlace,
+  MaximizeAfterWeightDecay,
   // SGD (SEM-5.3, SEM-5.4)
   SgdDampeningFirstStep,
   SgdWeightDecayAfterMomentum,
@@ -128,6 +132,9 @@ struct MutantInfo {
   const char* edge = "";    // op mutants: the edge class of the op's inputs that shows it ("zero", "large",
                             // ...; "any" for a formula wrong everywhere); empty for the others
   bool is_op() const { return edge[0] != '\0'; }
+  // SEMANTICS 20.2: LibTorch's C++ API has no maximize, so only a driver oracle (`lockstep mutants --oracle CMD`)
+  // judges a live run of these; the fixture corpus (corpus/python-oracle) kills them offline.
+  bool needs_driver_oracle() const { return std::string(semantics).rfind("SEM-20", 0) == 0; }
 };
 
 // Every mutant, in enum order.

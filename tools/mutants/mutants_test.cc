@@ -199,5 +199,38 @@ TEST(Mutants, RmspropAndAdagradMutantsFailTheirNamedCases) {
   }
 }
 
+// Each maximize mutant fails a named case of conformance/cases-python-oracle, which clean impl passes (SEM-20.1);
+// the claims are checked on the implementation's own trace, so no oracle is needed here.
+TEST(Mutants, MaximizeMutantsFailTheirNamedCasesSEM_20_1) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"maximize_ignored", "sem20-maximize-moves-up-the-gradient"},
+      {"maximize_grad_in_place", "sem20-maximize-moves-up-the-gradient"},
+      {"maximize_after_weight_decay", "sem20-maximize-negates-before-weight-decay"},
+  };
+  for (const auto& [mutant, id] : pairs) {
+    const NamedCase c = read_case_file(python_oracle_cases_dir() + "/" + id + ".json");
+    auto clean = make_impl_engine();
+    EXPECT_TRUE(check_case(c, run_program(c.program, *clean)).empty()) << id;
+    auto mutated = make_mutant_engine(mutant);
+    EXPECT_FALSE(check_case(c, run_program(c.program, *mutated)).empty()) << mutant << " passes " << id;
+    EXPECT_TRUE(mutant_info(*mutant_from_name(mutant)).needs_driver_oracle()) << mutant;
+  }
+  EXPECT_FALSE(mutant_info(Mutant::SgdWeightDecayAfterMomentum).needs_driver_oracle());
+}
+
+// maximize_grad_in_place leaves -g in .grad after the step, where impl leaves g (SEM-20.1).
+TEST(Mutants, MaximizeGradInPlaceLeavesTheNegatedGradSEM_20_1) {
+  const NamedCase c = read_case_file(python_oracle_cases_dir() + "/sem20-maximize-moves-up-the-gradient.json");
+  auto clean = make_impl_engine();
+  auto mutated = make_mutant_engine("maximize_grad_in_place");
+  const Trace expected = run_program(c.program, *clean), actual = run_program(c.program, *mutated);
+  const Record& after_step = expected.records.back();
+  ASSERT_EQ(after_step.action, "step");
+  EXPECT_EQ(after_step.state.param("w")->grad.value.data, (std::vector<double>{2, 4}));
+  EXPECT_EQ(actual.records.back().state.param("w")->grad.value.data, (std::vector<double>{-2, -4}));
+  // The step itself is right: w moves up the gradient on both.
+  EXPECT_EQ(actual.records.back().state.param("w")->value.data, after_step.state.param("w")->value.data);
+}
+
 }  // namespace
 }  // namespace lockstep

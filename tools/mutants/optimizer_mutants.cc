@@ -39,12 +39,13 @@ void check_fits(const Tensor& p, const Tensor& grad) {
 
 template <class T>
 void sgd_mutant_pass(Mutant m, T* p, T* grad, T* buf, int64_t n, bool weight_decay_on, bool momentum_on, bool first,
-                     bool nesterov, T weight_decay, T momentum, T one_minus_dampening, T lr) {
+                     bool nesterov, T weight_decay, T momentum, T one_minus_dampening, T lr, bool negate_after_decay) {
   const bool velocity = m == Mutant::SgdVelocityForm && momentum_on;
   const bool decay_after = m == Mutant::SgdWeightDecayAfterMomentum;
   for (int64_t i = 0; i < n; ++i) {
     T d = grad[i];
     if (weight_decay_on && !decay_after) d = std::fma(weight_decay, p[i], d);
+    if (negate_after_decay) d = -d;  // MaximizeAfterWeightDecay: -(g + wd * p)
     if (velocity) d = lr * d;  // the buffer holds lr-scaled velocities
     if (momentum_on) {
       T b;
@@ -72,7 +73,8 @@ class MutantSGD : public impl::SGD {
       const bool momentum_on = o.momentum != 0;
       const bool nesterov = momentum_on && o.nesterov;
       for (Tensor& p : param_groups()[gi].params) {
-        Tensor grad = impl::gradient_for_step(p.grad(), o.maximize);  // SEM-20.1, as impl
+        const bool negate_after_decay = o.maximize && m_ == Mutant::MaximizeAfterWeightDecay;
+        Tensor grad = impl::gradient_for_step(p.grad(), o.maximize && !negate_after_decay);  // SEM-20.1, as impl
         if (!grad.defined()) {
           if (m_ != Mutant::StepUndefinedGradAsZero) continue;
           grad = Tensor::zeros(p.dtype(), p.shape());
@@ -94,7 +96,7 @@ class MutantSGD : public impl::SGD {
           T* buf = state ? state->momentum_buffer.data<T>() : nullptr;
           sgd_mutant_pass<T>(m_, p.data<T>(), grad.data<T>(), buf, p.numel(), weight_decay_on, momentum_on, first,
                              nesterov, static_cast<T>(o.weight_decay), static_cast<T>(o.momentum),
-                             static_cast<T>(1 - o.dampening), static_cast<T>(o.lr));
+                             static_cast<T>(1 - o.dampening), static_cast<T>(o.lr), negate_after_decay);
         });
       }
     }
@@ -111,7 +113,7 @@ class MutantSGD : public impl::SGD {
 bool concerns_adam_pass(Mutant m) {
   return m == Mutant::StepModifiesGrad || m == Mutant::AdamEpsInsideSqrt || m == Mutant::AdamEpsBeforeBiasCorrection ||
          m == Mutant::AmsgradMaxOfCorrected || m == Mutant::AmsgradMaxDropsNan || m == Mutant::AdamwDecayAfterUpdate ||
-         m == Mutant::AdamNoBiasCorrection;
+         m == Mutant::AdamNoBiasCorrection || m == Mutant::MaximizeAfterWeightDecay;
 }
 
 template <class T>
@@ -124,6 +126,7 @@ void adam_mutant_pass(Mutant mutant, T* p, T* grad, T* exp_avg, T* exp_avg_sq, T
     if (decoupled && !decay_after) param = param * decay_factor;
     T g = grad[i];
     if (l2) g = std::fma(l2_weight_decay, param, g);  // fused, as impl/adam.cc's adam_pass
+    if (mutant == Mutant::MaximizeAfterWeightDecay) g = -g;  // the step was given +grad: -(g + wd * p)
     if (mutant == Mutant::StepModifiesGrad) grad[i] = g;
     T m = std::fma(one_minus_beta1, g, exp_avg[i] * beta1);
     exp_avg[i] = m;
@@ -214,7 +217,8 @@ class MutantAdamFamily : public Base {
       const Options& o = this->group_options(gi);
       if (o.lr == 0 && m_ == Mutant::LrZeroGroupSkipped) continue;
       for (Tensor& p : this->param_groups()[gi].params) {
-        Tensor grad = impl::gradient_for_step(p.grad(), o.maximize);  // SEM-20.1, as impl
+        const bool negate_after_decay = o.maximize && m_ == Mutant::MaximizeAfterWeightDecay;
+        Tensor grad = impl::gradient_for_step(p.grad(), o.maximize && !negate_after_decay);  // SEM-20.1, as impl
         if (!grad.defined()) {
           if (m_ != Mutant::StepUndefinedGradAsZero) continue;
           grad = Tensor::zeros(p.dtype(), p.shape());
@@ -229,7 +233,10 @@ class MutantAdamFamily : public Base {
         using impl::adam_detail::WeightDecayForm;
         impl::adam_detail::AdamStepOptions step = impl::adam_detail::step_options(
             o, decoupled_ || m_ == Mutant::AdamDecoupledDecay ? WeightDecayForm::Decoupled : WeightDecayForm::L2);
-        mutant_adam_update(m_, p, grad, *state, step);
+        if (m_ == Mutant::MaximizeAfterWeightDecay && !negate_after_decay)
+          impl::adam_detail::adam_update(p, grad, *state, step);  // it concerns maximize only
+        else
+          mutant_adam_update(m_, p, grad, *state, step);
       }
     }
   }
@@ -694,6 +701,7 @@ bool is_optimizer_level(Mutant m) {
     case Mutant::LbfgsZoomReplacesLowEnd:
     case Mutant::LbfgsSearchCountsPerCall:
     case Mutant::LrZeroGroupSkipped:
+    case Mutant::MaximizeAfterWeightDecay:
       return true;
     default:
       return false;
