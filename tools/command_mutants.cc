@@ -298,8 +298,10 @@ class MutantsRun {
     expectations_.keep_for_version(clean_->pytorch_version());
     scope_ = make_run_scope(clean_->capabilities(), clean_->zero_grad_rule(), "", "", "", expectations_);
     exclude_what_the_oracle_lacks(scope_, oracle_caps, "", expectations_);
-    apply_version_rules(scope_, clean_->pytorch_version(),
-                        oracle_caps->pytorch_version.empty() ? args_.oracle : oracle_caps->pytorch_version);
+    const std::string oracle_version = oracle_caps->pytorch_version.empty() ? args_.oracle : oracle_caps->pytorch_version;
+    apply_version_rules(scope_, clean_->pytorch_version(), oracle_version);
+    if (!args_.oracle_expectations_file.empty())  // throws InputError, caught by the caller
+      expectations_.append(turned_around(load_expectations(args_.oracle_expectations_file), oracle_version));
     if (!scope_.scope->empty()) gen.scope = scope_.scope;
     gen.maximize = true;
   }
@@ -667,7 +669,9 @@ int command_mutants(const MutantsArgs& args) {
   auto judged = [oracle](std::unique_ptr<TestedImplementation> subject) {
     return oracle.empty() ? std::move(subject) : against_driver_oracle(std::move(subject), oracle, DriverOptions{}, Tolerance{});
   };
-  const std::string oracle_flag = oracle.empty() ? "" : " --oracle " + shell_quote(oracle);
+  std::string oracle_flag = oracle.empty() ? "" : " --oracle " + shell_quote(oracle);
+  if (!args.oracle_expectations_file.empty())
+    oracle_flag += " --oracle-expectations " + shell_quote(path_for_reproduce(args.oracle_expectations_file));
   std::vector<SuitePath> paths;
   if (args.paths != "driver")
     paths.push_back(SuitePath{
@@ -798,10 +802,15 @@ CLI::App* add_mutants_command(CLI::App& app, MutantsArgs& args) {
   add_report_dir_option(mutants, args.report_dir, "Where mutants-report.md and .json go");
   mutants->add_flag("--list", args.list, "List the mutants and exit");
   mutants->add_option("--only", args.only, "Run only this mutant, or the mutants a glob matches ('maximize_*')");
-  mutants->add_option("--oracle", args.oracle,
+  CLI::Option* oracle = mutants->add_option("--oracle", args.oracle,
                       "A driver command line as the oracle instead of LibTorch's C++ API (as lockstep run --oracle): "
                       "runs the mutants of what that API lacks (maximize) live, and the named cases of "
                       "conformance/cases-python-oracle");
+  mutants->add_option("--oracle-expectations", args.oracle_expectations_file,
+                      "With --oracle: the oracle's known differences from LibTorch's C++ API (its expectations file), "
+                      "applied turned around (SEMANTICS 20.4)")
+      ->check(CLI::ExistingFile)
+      ->needs(oracle);
   mutants->add_option("--shrink-seconds", args.shrink_seconds, "Time budget to shrink one killing program")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -46,6 +46,7 @@ struct MutantsArgs {
   std::string only;             // run just this mutant, or those a glob matches ("maximize_*")
   std::string oracle;           // a driver command as the oracle (`lockstep run --oracle`); empty: LibTorch's C++
                                 // API, against which the mutants of what it lacks (maximize) are not run live
+  std::string oracle_expectations_file;  // with `oracle`: its known differences, turned around (SEMANTICS 20.4)
   double shrink_seconds = 5;    // budget to shrink one killing program
   std::string cases_dir;        // empty: the shipped named cases
   std::string paths = "both";   // in-process (lockstep), driver (impl's protocol driver, --mutant), or both

@@ -272,6 +272,15 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     std::cerr << "lockstep run: --oracle: " << e.what() << "\n";
     return kExitInputError;
   }
+  if (!args.oracle_expectations_file.empty()) {  // SEMANTICS 20.4: the oracle's own differences from the C++ API
+    try {
+      expectations.append(turned_around(load_expectations(args.oracle_expectations_file),
+                                        oracle_caps->pytorch_version.empty() ? args.oracle : oracle_caps->pytorch_version));
+    } catch (const std::exception& e) {
+      std::cerr << "lockstep run: --oracle-expectations: " << e.what() << "\n";
+      return kExitInputError;
+    }
+  }
   apply_version_rules(scope, subject->pytorch_version(),
                       oracle_caps && !oracle_caps->pytorch_version.empty() ? oracle_caps->pytorch_version : oracle_name);
   if (!args.special_values && args.special_values_every == 0) scope.not_generated.insert("special_values");
@@ -295,6 +304,8 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
   if (!args.tolerance_file.empty()) prefix += " --tolerance " + shell_quote(path_for_reproduce(args.tolerance_file));
   prefix += scope_reproduce_flags(args.features, args.exclude_features, args.profile);
   if (!args.oracle.empty()) prefix += " --oracle " + shell_quote(args.oracle);
+  if (!args.oracle_expectations_file.empty())
+    prefix += " --oracle-expectations " + shell_quote(path_for_reproduce(args.oracle_expectations_file));
   // A random program's reproduce line is this and --index; it is also what makes shards part of the same run.
   std::string random_prefix = fmt::format("{} --seed {} --max-size {}{}", prefix, args.seed, args.max_size,
                                           args.special_values ? " --special-values" : "");
@@ -472,10 +483,16 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_scope_options(run, args.features, args.exclude_features, args.profile, ScopeOf::GeneratedPrograms);
-  run->add_option("--oracle", args.oracle,
+  CLI::Option* oracle = run->add_option("--oracle", args.oracle,
                   "A driver command line as the oracle instead of LibTorch's C++ API, for what that API lacks (maximize, "
                   "SEMANTICS 20.2): e.g. \"python3 tools/adapters/pytorch_driver.py\"; its hello's capabilities and API "
                   "profile narrow the run");
+  run->add_option("--oracle-expectations", args.oracle_expectations_file,
+                  "With --oracle: the oracle's known differences from LibTorch's C++ API, its expectations file as the "
+                  "implementation under test (e.g. fixtures/expectations/pytorch-python.json), applied turned around "
+                  "(SEMANTICS 20.4)")
+      ->check(CLI::ExistingFile)
+      ->needs(oracle);
   run->add_flag("--focus", args.focus,
                 "With --features: draw element-wise ops among the listed ones, so each is exercised often (changes the "
                 "programs of a seed)");

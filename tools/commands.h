@@ -45,6 +45,7 @@ struct RunArgs {
   int64_t jobs = 0;                      // worker processes; 0: the machine's cores (report_shards.h)
   std::string shard;                     // "i/n": only this slice (report_shards.h); empty: GTEST_* or the whole run
   std::string oracle;                    // --oracle CMD: a driver as the oracle (SEMANTICS 20.2); empty: LibTorch
+  std::string oracle_expectations_file;  // --oracle-expectations: the oracle's known differences, turned around (20.4)
 };
 int command_run(const RunArgs& args);
 CLI::App* add_run_command(CLI::App& app, RunArgs& args);

@@ -307,6 +307,27 @@ void Expectations::append(const Expectations& more) {
   entries.insert(entries.end(), more.entries.begin(), more.entries.end());
 }
 
+Expectations turned_around(const Expectations& oracle_side, const std::string& oracle_version) {
+  Expectations turned = oracle_side;
+  turned.keep_for_version(oracle_version);
+  turned.for_other_versions.clear();
+  for (Expectation& e : turned.entries) {
+    if (e.accept.unchanged || !e.accept.variant.empty()) {
+      std::string which = "'" + e.id + "'";
+      for (size_t f = 0; f < e.features.size(); ++f) which += (f ? ", " : " with features ") + e.features[f];
+      throw InputError(e.source, "",
+                       fmt::format("the entry {} accepts {}, judged at the implementation's inputs: it cannot be "
+                                   "turned around for the oracle (SEMANTICS 20.4)",
+                                   which, e.accept.unchanged ? std::string("\"unchanged\"") : "the variant " + e.accept.variant));
+    }
+    std::swap(e.expected_value, e.actual_value);
+    std::swap(e.accept.expected_classes, e.accept.actual_classes);
+    e.when_pytorch.clear();  // decided above, for the oracle
+    e.source += ", the oracle's, turned around";
+  }
+  return turned;
+}
+
 namespace {
 
 std::string nonempty_string(JsonObjectReader& r, const std::string& key) {

@@ -186,6 +186,14 @@ struct Expectations {
 Expectations expectations_from_json(const nlohmann::ordered_json& doc, const std::string& file);
 Expectations load_expectations(const std::string& path);
 
+// An implementation's known differences from LibTorch's C++ API (its expectations file), applied where that
+// implementation is the ORACLE (`lockstep run --oracle CMD --oracle-expectations FILE`, SEMANTICS 20.4): each entry's
+// "when" is decided now by `oracle_version` (the oracle is the side it was written for), and its expected and actual
+// sides swap (the value globs and the value classes of "accept"), as the oracle's API profile is turned around.
+// Throws InputError naming the entry for one whose "accept" is "unchanged" or a "variant": those are judged at the
+// implementation's inputs, which the oracle's side does not have.
+Expectations turned_around(const Expectations& oracle_side, const std::string& oracle_version);
+
 // The file shipped with the source tree for impl: conformance/compare/expectations.json.
 std::string default_expectations_file();
 

@@ -509,4 +509,48 @@ TEST(Expectations, ARuleWithFromExplainsOnlyLaterFailures) {
 }
 
 }  // namespace
+// SEMANTICS 20.4: the oracle's expectations, turned around. Its "when" is decided by the oracle's version; expected and
+// actual swap, so an entry written for Python as the implementation (expected inf from C++, actual NaN from Python)
+// accepts Python as the oracle (expected NaN) against an implementation that gives inf, and nothing else.
+TEST(Expectations, TurnedAroundForTheOracleSwapsTheSidesAndDecidesWhenByTheOraclesVersion) {
+  const Expectations python = expectations_from_json(json::parse(R"({"expectations": [
+    {"features": ["adam*.betas"], "fields": ["* → exp_avg*"], "accept": {"expected": "inf", "actual": "nan"},
+     "when": {"pytorch": ">=2.0"}, "reason": "lerp"},
+    {"id": "raises", "fields": ["error.kind"], "reason": "r"},
+    {"id": "one-way", "fields": ["* → state.exists"], "expected": "false", "actual": "true", "reason": "r"},
+    {"id": "old", "reason": "r", "when": {"pytorch": "<2.0"}}]})"),
+                                                     "python.json");
+  const std::set<std::string> adam = {"adam", "adam.betas"};
+  const Expectations turned = turned_around(python, "2.6.0");
+  ASSERT_EQ(turned.entries.size(), 3u);  // "old" is for 1.x oracles only
+  EXPECT_TRUE(turned.for_other_versions.empty());
+  EXPECT_NE(turned.entries[0].source.find("python.json, the oracle's, turned around"), std::string::npos);
+  const FieldMask lerp = turned.mask_for("random-1", &adam);
+  EXPECT_NE(lerp.match(numeric("w → exp_avg[0]", NAN, INFINITY), {}, std::nullopt, nullptr), nullptr);
+  EXPECT_EQ(lerp.match(numeric("w → exp_avg[0]", INFINITY, NAN), {}, std::nullopt, nullptr), nullptr);  // not turned back
+  EXPECT_EQ(lerp.match(numeric("w → exp_avg[0]", NAN, 1.5), {}, std::nullopt, nullptr), nullptr);       // another bug
+  EXPECT_NE(turned.mask_for("one-way").match("w → state.exists", {}, "true", "false"), nullptr);
+  EXPECT_EQ(turned.mask_for("one-way").match("w → state.exists", {}, "false", "true"), nullptr);
+  // The implementation's own version no longer decides: the entry stays whatever keep_for_version is given.
+  Expectations kept = turned;
+  EXPECT_EQ(kept.keep_for_version("1.13.1"), 0u);
+  // Against a 1.13 oracle the 2.x entry is gone.
+  EXPECT_EQ(turned_around(python, "1.13.1").entries.size(), 3u);
+  EXPECT_EQ(turned_around(python, "1.13.1").mask_for("random-1", &adam).match(numeric("w → exp_avg[0]", NAN, INFINITY), {},
+                                                                               std::nullopt, nullptr),
+            nullptr);
+  // An acceptance judged at the implementation's inputs cannot be turned: the error names the file and the entry.
+  const Expectations variant = expectations_from_json(json::parse(R"({"expectations": [
+    {"features": ["sgd"], "fields": ["* → grad*"], "accept": {"variant": "step.adds_weight_decay_to_grad"}, "reason": "r"}]})"),
+                                                      "foreach.json");
+  try {
+    turned_around(variant, "2.6.0");
+    FAIL() << "a variant entry was turned around";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("foreach.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("features sgd"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot be turned around"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace lockstep

@@ -11,11 +11,14 @@
 #      nm check that no binary loading LibTorch uses std::filesystem. Excluded: the long script batteries that the
 #      1.13 stage runs (their subject is lockstep itself, not the LibTorch version), the JavaScript adapters, and
 #      fixtures_regenerate_identical and fixtures_regenerate_python_oracle (the corpus is 1.13's recording, and
-#      corpus/python-oracle python3-torch 1.13's), and maximize_python_oracle (SEMANTICS 20.4: on 2.6 not yet).
+#      corpus/python-oracle python3-torch 1.13's), and maximize_python_oracle (it replays that 1.13 recording on the
+#      adapter; step 4 runs its live checks against python3-torch 2.6 instead).
 #   2. lockstep run at its defaults (named cases and 10,000 random programs, default --jobs): impl against LibTorch 2.6.
 #   3. lockstep replay --engine oracle: the golden corpus (recorded by 1.13) on LibTorch 2.6.
 #   4. The named cases alone, on the oracle and on the PyTorch adapter (python3-torch 2.6) in each mode it has; then
-#      corpus/python-oracle (maximize, SEMANTICS §20) replayed on impl and the impl driver.
+#      maximize (SEMANTICS §20): corpus/python-oracle replayed on impl and the impl driver, both run live against
+#      python3-torch 2.6 as the oracle with its expectations turned around (SEMANTICS 20.4), and the maximize mutants
+#      killed by `lockstep mutants --oracle`.
 #   5. The corpus' 2.x recordings (fixtures/corpus/cases-torch2) regenerate byte-identical on this oracle.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -63,14 +66,21 @@ named_cases() {
 }
 step "named cases (oracle, PyTorch adapter)" named_cases
 # maximize (SEMANTICS §20): corpus/python-oracle (python3-torch 1.13's recording) replayed on impl and the impl
-# driver built on 2.6. Live against python3-torch 2.6 as the oracle (lockstep run --oracle) is not a check yet: two
-# Python/C++ differences of 2.6 that the oracle's turned profile does not cover show there (SEMANTICS 20.4).
-maximize_replay() {
+# driver built on 2.6; both live against python3-torch 2.6 as the oracle, whose 2.x differences from the C++ API are
+# entries of its expectations file, applied turned around (SEMANTICS 20.4); the maximize mutants killed live and by
+# replay.
+maximize_checks() {
+  local oracle="python3 tools/adapters/pytorch_driver.py"
+  local turned=(--oracle "$oracle" --oracle-expectations fixtures/expectations/pytorch-python.json)
   ./$build/lockstep replay --fixtures fixtures/corpus/python-oracle --engine impl --report-dir $build/stage-maximize &&
     ./$build/lockstep replay --fixtures fixtures/corpus/python-oracle --engine ./$build/lockstep-impl-driver \
-      --report-dir $build/stage-maximize-driver
+      --report-dir $build/stage-maximize-driver &&
+    ./$build/lockstep run --engine impl "${turned[@]}" --count 3000 --seed 20 --report-dir $build/stage-maximize-live &&
+    ./$build/lockstep run --engine ./$build/lockstep-impl-driver "${turned[@]}" --count 1000 --seed 21 \
+      --report-dir $build/stage-maximize-live-driver &&
+    ./$build/lockstep mutants "${turned[@]}" --only 'maximize_*' --report-dir $build/stage-maximize-mutants
 }
-step "maximize: corpus/python-oracle replayed" maximize_replay
+step "maximize: against python3-torch 2.6 as the oracle" maximize_checks
 # The corpus' 2.x recordings (fixtures/corpus/cases-torch2, SEMANTICS 12.5) are what this oracle records now.
 torch2_recordings() {
   local out=$build/stage-recordings

@@ -1,0 +1,22 @@
+# torch 2.x's Python Adam/AdamW (single-tensor and foreach alike): the first moment is updated with lerp_, which for a
+# weight 1 - beta1 above 0.5 computes end - (end - start) * beta1, so an infinite gradient gives
+# inf - inf * beta1 = NaN where LibTorch's C++ Adam (exp_avg * beta1 + (1 - beta1) * g, SEMANTICS 6.3) and torch 1.13's
+# Python Adam give inf. It shows only with beta1 < 0.5 and an infinite grad. Prints the first moment per beta1;
+# exits 0 while the deviation reproduces (NaN for beta1 < 0.5), 1 once it does not (1.13 gives inf everywhere).
+import sys
+import torch
+print("torch", torch.__version__)
+reproduces = False
+for cls in (torch.optim.Adam, torch.optim.AdamW):
+    for foreach in (False, True):
+        for beta1 in (0.0, 0.4, 0.6, 0.9):
+            p = torch.tensor(4096.0, requires_grad=True)
+            torch.exp(p).backward()        # exp(4096) overflows: grad = +inf
+            opt = cls([p], betas=(beta1, 0.0), foreach=foreach)
+            opt.step()
+            exp_avg = opt.state[p]["exp_avg"].item()
+            print("%-5s %-7s beta1 %.1f: grad %s, exp_avg %s (C++: inf)" %
+                  (cls.__name__, "foreach" if foreach else "single", beta1, p.grad.item(), exp_avg))
+            reproduces = reproduces or (beta1 < 0.5 and exp_avg != exp_avg)
+print("deviation reproduces" if reproduces else "no deviation")
+sys.exit(0 if reproduces else 1)
