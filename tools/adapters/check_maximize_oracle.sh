@@ -20,6 +20,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/none"
 fail() { echo "check_maximize_oracle: $*" >&2; exit 1; }
+# run_to OUT COMMAND...: runs COMMAND with its output in OUT and its exit status in rc; the check goes on either way.
+run_to() { local out=$1; shift; set +e; "$@" > "$out" 2>&1; rc=$?; set -e; }
+# reproduce_fails LINE NAME: a reproduce line (`lockstep ...`), executed, must fail again (exit 1).
+reproduce_fails() {
+  run_to "$tmp/$2.out" eval "\"\$lockstep\" ${1#lockstep } --report-dir \"\$tmp/$2\""
+  [[ $rc -eq 1 ]] || { cat "$tmp/$2.out"; fail "the reproduce line exited $rc, want 1: $1"; }
+}
 # The oracle's own differences from the C++ API that depend on its version, turned around (SEMANTICS 20.4): none on
 # 1.13, two on 2.x.
 turned=(--oracle "$oracle" --oracle-expectations fixtures/expectations/pytorch-python.json)
@@ -42,10 +49,7 @@ for engine in impl "$driver"; do
 done
 
 wrong="/usr/bin/python3 tools/adapters/testing/ignore_maximize.py -- $driver"
-set +e
-"$lockstep" run --engine "$wrong" "${common[@]}" --count 120 --shrink-seconds 5 --report-dir "$tmp/wrong" > "$tmp/wrong.out" 2>&1
-rc=$?
-set -e
+run_to "$tmp/wrong.out" "$lockstep" run --engine "$wrong" "${common[@]}" --count 120 --shrink-seconds 5 --report-dir "$tmp/wrong"
 [[ $rc -eq 1 ]] || { cat "$tmp/wrong.out"; fail "the wrong driver was not rejected (exit $rc, want 1)"; }
 reproduce=$(python3 - "$tmp/wrong/lockstep-report.json" <<'PY'
 import json, sys
@@ -58,17 +62,10 @@ print(f["reproduce"])
 PY
 ) || fail "the wrong driver's failure: $reproduce"
 echo "check_maximize_oracle: the wrong driver is rejected; reproducing: $reproduce"
-set +e
-eval "\"\$lockstep\" ${reproduce#lockstep } --report-dir \"\$tmp/repro\"" > "$tmp/repro.out" 2>&1
-rc=$?
-set -e
-[[ $rc -eq 1 ]] || { cat "$tmp/repro.out"; fail "the reproduce line exited $rc, want 1"; }
+reproduce_fails "$reproduce" repro
 
 # The named cases of maximize, against LibTorch's C++ API: both left out, the run says why (nothing tested: exit 2).
-set +e
-"$lockstep" run --engine impl --cases conformance/cases-python-oracle --count 0 --report-dir "$tmp/cpp" > "$tmp/cpp.out" 2>&1
-rc=$?
-set -e
+run_to "$tmp/cpp.out" "$lockstep" run --engine impl --cases conformance/cases-python-oracle --count 0 --report-dir "$tmp/cpp"
 [[ $rc -eq 2 ]] && [[ $(grep -o "LibTorch's C++ API, has no maximize" "$tmp/cpp.out" | wc -l) -eq 2 ]] ||
   { cat "$tmp/cpp.out"; fail "a run against LibTorch's C++ API does not leave maximize out saying why (exit $rc)"; }
 corpus=fixtures/corpus/python-oracle
@@ -77,11 +74,8 @@ for engine in impl "$driver" "$oracle"; do
   "$lockstep" replay --fixtures "$corpus" --engine "$engine" --timeout-ms 60000 --report-dir "$tmp/replay" \
     > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; fail "$engine fails the replay of $corpus"; }
 done
-set +e
-"$lockstep" replay --fixtures "$corpus" --engine "$wrong" --timeout-ms 60000 --report-dir "$tmp/replay-wrong" \
-  > "$tmp/replay-wrong.out" 2>&1
-rc=$?
-set -e
+run_to "$tmp/replay-wrong.out" "$lockstep" replay --fixtures "$corpus" --engine "$wrong" --timeout-ms 60000 \
+  --report-dir "$tmp/replay-wrong"
 [[ $rc -eq 1 ]] || { cat "$tmp/replay-wrong.out"; fail "the wrong driver passes the replay of $corpus (exit $rc)"; }
 
 "$lockstep" mutants "${turned[@]}" --only 'maximize_*' --seed 1 --jobs 1 --shrink-seconds 2 \
@@ -109,16 +103,9 @@ print(random[0]["paths"]["driver"]["reproduce"])
 PY
 ) || fail "the maximize mutants' kill table: $reproduce"
 echo "check_maximize_oracle: the maximize mutants are killed; reproducing: $reproduce"
-set +e
-eval "\"\$lockstep\" ${reproduce#lockstep } --report-dir \"\$tmp/repro-mutant\"" > "$tmp/repro-mutant.out" 2>&1
-rc=$?
-set -e
-[[ $rc -eq 1 ]] || { cat "$tmp/repro-mutant.out"; fail "the mutant's reproduce line exited $rc, want 1"; }
-set +e
-"$lockstep" run --oracle-expectations fixtures/expectations/pytorch-python.json --count 1 --report-dir "" \
-  > "$tmp/no-oracle.out" 2>&1
-rc=$?
-set -e
+reproduce_fails "$reproduce" repro-mutant
+run_to "$tmp/no-oracle.out" "$lockstep" run --oracle-expectations fixtures/expectations/pytorch-python.json --count 1 \
+  --report-dir ""
 [[ $rc -eq 2 ]] && grep -q -- "--oracle" "$tmp/no-oracle.out" ||
   { cat "$tmp/no-oracle.out"; fail "--oracle-expectations without --oracle was accepted (exit $rc)"; }
 echo "check_maximize_oracle: ok"

@@ -1,4 +1,4 @@
-# torch 2.x's Python Adam/AdamW (single-tensor and foreach alike): the first moment is updated with lerp_, which for a
+# torch 2.x's Python Adam/AdamW (single-tensor, foreach and fused on the CPU alike): the first moment is updated with lerp_, which for a
 # weight 1 - beta1 above 0.5 computes end - (end - start) * beta1, so an infinite gradient gives
 # inf - inf * beta1 = NaN where LibTorch's C++ Adam (exp_avg * beta1 + (1 - beta1) * g, SEMANTICS 6.3) and torch 1.13's
 # Python Adam give inf. It shows only with beta1 < 0.5 and an infinite grad. Prints the first moment per beta1;
@@ -8,15 +8,19 @@ import torch
 print("torch", torch.__version__)
 reproduces = False
 for cls in (torch.optim.Adam, torch.optim.AdamW):
-    for foreach in (False, True):
+    for mode, kw in (("single", {"foreach": False}), ("foreach", {"foreach": True}), ("fused", {"fused": True})):
         for beta1 in (0.0, 0.4, 0.6, 0.9):
             p = torch.tensor(4096.0, requires_grad=True)
             torch.exp(p).backward()        # exp(4096) overflows: grad = +inf
-            opt = cls([p], betas=(beta1, 0.0), foreach=foreach)
-            opt.step()
+            try:
+                opt = cls([p], betas=(beta1, 0.0), **kw)
+                opt.step()
+            except (RuntimeError, TypeError) as e:   # 1.13 has no fused path on the CPU
+                print("%-5s %-7s: not here (%s)" % (cls.__name__, mode, str(e).splitlines()[0][:60]))
+                break
             exp_avg = opt.state[p]["exp_avg"].item()
             print("%-5s %-7s beta1 %.1f: grad %s, exp_avg %s (C++: inf)" %
-                  (cls.__name__, "foreach" if foreach else "single", beta1, p.grad.item(), exp_avg))
+                  (cls.__name__, mode, beta1, p.grad.item(), exp_avg))
             reproduces = reproduces or (beta1 < 0.5 and exp_avg != exp_avg)
 print("deviation reproduces" if reproduces else "no deviation")
 sys.exit(0 if reproduces else 1)
