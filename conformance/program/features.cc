@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "conformance/program/glob.h"
 #include "conformance/program/optimizer_descriptions.h"
@@ -280,7 +281,11 @@ std::set<std::string> program_features(const Program& program) {
       case ActionKind::Step:
         if (a.closure) {
           f.insert("closure");
+          // Without an optimizer the step fails (no_optimizer) before it calls the closure: its actions count for the
+          // program's features, but what they would do to the grads and the held output does not happen.
+          const auto before = std::make_tuple(reached, may_have_grad, held, freed);
           for (const Action& c : *a.closure) scan_action(c);
+          if (!program.optimizer) std::tie(reached, may_have_grad, held, freed) = before;
         }
         stepped = true;
         for (const std::string& n : may_have_grad)

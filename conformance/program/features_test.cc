@@ -127,6 +127,15 @@ TEST(Features, ClipValueWithoutGrads) {
   p.params[0].shape = {2};  // a non-scalar output without a gradient: the backward fails, nothing is reached
   p.params[0].values = {1, 2};
   EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
+  // A step with a closure in a program without an optimizer fails before it calls the closure: its backward
+  // reaches nothing (found against python3-torch 2.6 as the oracle, seed 7's random-2600).
+  p.params[0].shape = {1};
+  p.params[0].values = {1};
+  Action step = Action::of(ActionKind::Step);
+  step.closure = std::vector<Action>{Action::forward(), Action::backward()};
+  p.actions = {step, clip};
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
+  EXPECT_EQ(program_features(p).count("closure"), 1u);
 }
 
 TEST(Features, VocabularyIsComplete) {
