@@ -281,11 +281,13 @@ std::set<std::string> program_features(const Program& program) {
       case ActionKind::Step:
         if (a.closure) {
           f.insert("closure");
-          // Without an optimizer the step fails (no_optimizer) before it calls the closure: its actions count for the
-          // program's features, but what they would do to the grads and the held output does not happen.
+          // Without an optimizer, or with one whose construction failed (options it rejects), the step fails
+          // (no_optimizer) before it calls the closure: its actions count for the program's features, but what they
+          // would do to the grads and the held output does not happen.
           const auto before = std::make_tuple(reached, may_have_grad, held, freed);
           for (const Action& c : *a.closure) scan_action(c);
-          if (!program.optimizer) std::tie(reached, may_have_grad, held, freed) = before;
+          if (!program.optimizer || invalid(program.optimizer->kind, program.optimizer->defaults))
+            std::tie(reached, may_have_grad, held, freed) = before;
         }
         stepped = true;
         for (const std::string& n : may_have_grad)

@@ -136,6 +136,13 @@ TEST(Features, ClipValueWithoutGrads) {
   p.actions = {step, clip};
   EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
   EXPECT_EQ(program_features(p).count("closure"), 1u);
+  OptimizerSpec adam;  // an optimizer whose construction fails: the same (seed 7's random-62398)
+  adam.kind = OptimizerKind::Adam;
+  adam.defaults.betas = std::make_pair(1.0, 0.0);
+  p.optimizer = adam;
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 1u);
+  p.optimizer->defaults.betas.reset();  // built: the closure runs, its backward reaches w
+  EXPECT_EQ(program_features(p).count("clip_value_without_grads"), 0u);
 }
 
 TEST(Features, VocabularyIsComplete) {
