@@ -50,7 +50,7 @@ std::string read_file(const std::string& p) {
 }
 
 std::string temp_dir(const std::string& name) {
-  std::string d = files::temp_directory() + "/" + ("lockstep-cli-test-" + name + "-" + std::to_string(::getpid()));
+  std::string d = files::process_temp_dir() + "/" + name;  // removed at exit
   files::remove_all(d);
   files::create_directories(d);
   return d;

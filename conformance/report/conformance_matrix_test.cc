@@ -17,9 +17,8 @@ namespace {
 
 // A file in a folder of this test process (ctest runs the tests of this file in parallel processes).
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string dir = files::temp_directory() + "/" +
-                          ("lockstep-matrix-test-" + std::to_string(::getpid()) + "-" +
-                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const std::string dir =  // removed at exit
+      files::process_temp_dir() + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
   files::create_directories(dir);
   const std::string path = dir + "/" + name;
   std::ofstream(path) << text;
