@@ -491,10 +491,16 @@ class Comparer {
       if (it != ctx_.repeated_update_peaks->end() && it->second.peak.size() == n) {
         const double updates = static_cast<double>(it->second.updates);
         for (size_t i = 0; i < n; ++i) {
+          const double update = s.update[i];  // the scale one update's accepted deviation is judged at
           s.update[i] = std::max(s.update[i], it->second.peak[i]) * updates;
-          // The moments' later updates read the moved parameter through the L2 term.
-          s.gradient[i] = std::max(s.gradient[i], std::fabs(g[i]) + (l2 != 0 ? l2 * it->second.peak[i] : 0.0)) * updates;
-          s.gradient_sq[i] = s.gradient[i] * s.gradient[i];
+          // The moments' later updates read the moved parameter through the L2 term: at its magnitude, and with the
+          // deviation its earlier update was allowed (k ULPs of `update`), which a cancelling denominator makes large
+          // (centered RMSprop, SEM-14.3: seed 7, index 33597 against PyTorch 2.6's Python lerp). The square's
+          // deviation is 2 |g| times the gradient's, to first order.
+          const double magnitude = std::max(s.gradient[i], std::fabs(g[i]) + l2 * it->second.peak[i]) * updates;
+          const double moved = l2 * update * (updates - 1);
+          s.gradient[i] = magnitude + moved;
+          s.gradient_sq[i] = magnitude * magnitude + 2 * magnitude * moved;
         }
       }
     }

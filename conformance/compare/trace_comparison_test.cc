@@ -357,5 +357,45 @@ TEST(ErrorBudget, AStepThatFailsPartWayCarriesWhatItUpdated) {
   EXPECT_EQ((*sa)[1], 0);
 }
 
+// Centered RMSprop with weight decay, a parameter listed twice (seed 7, index 33597, against PyTorch 2.6's Python API
+// as the oracle): its lerp rounds grad_avg one ULP apart from C++'s mul-add, the centered denominator
+// sqrt(square_avg - grad_avg^2) cancels to 0.005 and multiplies that into the parameter's first update, and the second
+// update reads the moved parameter through the L2 term: square_avg 1.6e-7 apart where its own roundings give 1.2e-7
+// (SEM-14.3, SEM-7.4). The bound carries the first update's accepted deviation into the later update's moments.
+TEST(TraceComparison, ARepeatedUpdateCarriesTheMovedParameterIntoTheMomentsThroughWeightDecay) {
+  Program p = program_of(R"({"params": [{"name": "p1", "dtype": "float32", "shape": [2, 1], "values": [0.0, 0.0]}],
+    "optimizer": {"type": "rmsprop", "defaults": {"weight_decay": 0.01, "alpha": 0.1, "centered": true},
+                  "params": ["p1", "p1"]},
+    "actions": [{"action": "forward", "loss": {"op": "mean", "args": [{"op": "param", "name": "p1"}]}},
+                {"action": "backward"}, {"action": "step"}, {"action": "step"}]})");
+  Trace actual = trace_of(p);  // C++'s grad_avg * alpha + (1 - alpha) * g
+  ParamObservation& a = actual.records[3].state.params[0];
+  ASSERT_FLOAT_EQ(a.state.square_avg->data[0], 0.2458193f);
+  // PyTorch 2.6's Python RMSprop, traced: grad_avg.lerp_(g, 1 - alpha).
+  Trace expected = actual;
+  ParamObservation& e = expected.records[3].state.params[0];
+  for (size_t i = 0; i < 2; ++i) {
+    e.state.square_avg->data[i] = 0.24581913650035858;
+    e.state.grad_avg->data[i] = 0.4957757592201233;
+    e.value.data[i] = -1.4306871891021729;
+  }
+  EXPECT_EQ(first_difference(p, expected, actual).record, -1) << first_difference(p, expected, actual).path;
+  // Not a licence for any square_avg: one that forgot the weight decay's term at the second update ((1 - alpha) g^2
+  // for (1 - alpha) (g + wd p)^2) is 4e-3 away, one a thousandth off fails too, and alpha taken for 1 - alpha.
+  for (double wrong : {0.2458193 + 0.9 * (0.25 - 0.4954993 * 0.4954993), 0.2458193 + 1e-3, 0.2458193 - 1e-3,
+                       0.9 * 0.24851716 + 0.1 * 0.4954993 * 0.4954993}) {
+    Trace w = actual;
+    w.records[3].state.params[0].state.square_avg->data[0] = wrong;
+    EXPECT_EQ(first_difference(p, expected, w).record, 3) << wrong;
+  }
+  // Listed once, the parameter is updated once: the same deviation is no rounding of one update.
+  Program once = p;
+  once.optimizer->groups[0].params = {"p1"};
+  Trace once_actual = trace_of(once);
+  Trace once_expected = once_actual;
+  once_expected.records[3].state.params[0].state.square_avg->data[0] += 1.64e-7;
+  EXPECT_EQ(first_difference(once, once_expected, once_actual).record, 3);
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -22,11 +22,8 @@ void adagrad_scales(const StepScaleInputs& in, StepScaleOutputs& out) {
   const std::optional<TensorValue>& sum = in.after.state.sum;
   if (!sum || sum->data.size() != n || !in.after.state.step) return;
   const double clr = std::fabs(step_lr(in.options, *in.after.state.step)), eps = in.options.eps.value_or(0);
-  std::vector<double>& sq = out.state["sum"];
-  sq.resize(n);
   out.update.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    sq[i] = in.gradient[i] * in.gradient[i];
     const double std_dev = std::sqrt(std::fabs(sum->data[i])) + eps;
     if (!(std_dev > 0) || !std::isfinite(std_dev)) continue;
     // (-clr * g) / std + p: three roundings at the update's scale on each side.
@@ -63,7 +60,7 @@ OptimizerDescription adagrad_description() {
                              {0.1, 1.0, 0.5}, {-0.1}),
                number_option("eps", &OptimizerOptions::eps, 1e-10, {1e-8, 1e-3, 0.0}, {-1e-10}), maximize_option()};
   d.counts_steps = true;
-  d.state = {{"sum", &OptimizerStateObservation::sum}};
+  d.state = {{"sum", &OptimizerStateObservation::sum, StateScale::GradientSquared}};
   d.state_from_construction = true;  // SEM-15.2
   d.lr_values = d.options[0].values;
   d.rejects = [](const OptimizerOptions& o) {  // SEM-15.1, NaN included

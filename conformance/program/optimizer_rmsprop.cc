@@ -30,17 +30,11 @@ void rmsprop_scales(const StepScaleInputs& in, StepScaleOutputs& out) {
   const DType dtype = in.after.value.dtype;
   const double u = unit_roundoff(dtype), lr = std::fabs(o.lr.value_or(0)), eps = o.eps.value_or(0);
   const double momentum = std::fabs(o.momentum.value_or(0));
-  std::vector<double>& sq = out.state["square_avg"];
-  std::vector<double>& lin = out.state["grad_avg"];
   std::vector<double>& buf = out.state["momentum_buffer"];
-  sq.resize(n);
-  lin.resize(n);
   buf.assign(n, 0);
   out.update.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const double g = in.gradient[i];
-    sq[i] = g * g;
-    lin[i] = g;
     const double x = ga ? (*sa)[i] - (*ga)[i] * (*ga)[i] : (*sa)[i];
     if (!(x >= 0) || !std::isfinite(x)) continue;  // NaN (sqrt of a negative) and inf are compared exactly
     const double root = std::sqrt(x), avg = root + eps;
@@ -130,9 +124,9 @@ OptimizerDescription rmsprop_description() {
                flag_option("centered", &OptimizerOptions::centered, false), maximize_option()};
   d.options[1].unstable_values = {0.0};
   d.counts_steps = true;
-  d.state = {{"square_avg", &OptimizerStateObservation::square_avg},
+  d.state = {{"square_avg", &OptimizerStateObservation::square_avg, StateScale::GradientSquared},
              {"momentum_buffer", &OptimizerStateObservation::momentum_buffer},
-             {"grad_avg", &OptimizerStateObservation::grad_avg}};
+             {"grad_avg", &OptimizerStateObservation::grad_avg, StateScale::Gradient}};
   d.lr_values = d.options[0].values;
   d.rejects = [](const OptimizerOptions& o) {  // SEM-14.1: NaN is rejected too; alpha > 1 is not
     return !(*o.lr >= 0) || !(*o.eps >= 0) || !(*o.momentum >= 0) || !(*o.weight_decay >= 0) || !(*o.alpha >= 0);
