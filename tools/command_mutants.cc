@@ -295,13 +295,10 @@ class MutantsRun {
     clean_->capabilities();
     const Capabilities* oracle_caps = clean_->oracle_capabilities();
     if (!fatal_error().empty() || !oracle_caps) return;
-    expectations_.keep_for_version(clean_->pytorch_version());
-    scope_ = make_run_scope(clean_->capabilities(), clean_->zero_grad_rule(), "", "", "", expectations_);
-    exclude_what_the_oracle_lacks(scope_, oracle_caps, "", expectations_);
-    const std::string oracle_version = oracle_caps->pytorch_version.empty() ? args_.oracle : oracle_caps->pytorch_version;
-    apply_version_rules(scope_, clean_->pytorch_version(), oracle_version);
-    if (!args_.oracle_expectations_file.empty())  // throws InputError, caught by the caller
-      expectations_.append(turned_around(load_expectations(args_.oracle_expectations_file), oracle_version));
+    // Throws InputError (the oracle's profile or expectations file), caught by the caller.
+    scope_ = make_scope_against_oracle({clean_->capabilities(), clean_->zero_grad_rule(), clean_->pytorch_version(),
+                                        oracle_caps, args_.oracle, "", "", "", args_.oracle_expectations_file},
+                                       expectations_);
     if (!scope_.scope->empty()) gen.scope = scope_.scope;
     gen.maximize = true;
   }

@@ -255,34 +255,17 @@ int run_slice(const RunArgs& args, const ShardSpec& shard, SliceRole role, Clock
     std::cerr << "lockstep run: " << subject->fatal_error() << not_an_engine_hint(args.engine) << "\n";
     return kExitInputError;
   }
-  // Entries for other PyTorch versions than the implementation's ("when", expectations.h) do not apply here.
-  expectations.keep_for_version(subject->pytorch_version());
+  const std::string oracle_name = oracle_caps ? args.oracle : make_oracle()->name();
   RunScope scope;
   try {
-    scope = make_run_scope(subject->capabilities(), subject->zero_grad_rule(), args.features, args.exclude_features,
-                           args.profile, expectations);
+    scope = make_scope_against_oracle({subject->capabilities(), subject->zero_grad_rule(), subject->pytorch_version(),
+                                       oracle_caps, oracle_name, args.features, args.exclude_features, args.profile,
+                                       args.oracle_expectations_file},
+                                      expectations);
   } catch (const std::exception& e) {
     std::cerr << "lockstep run: " << e.what() << "\n";
     return kExitInputError;
   }
-  const std::string oracle_name = oracle_caps ? args.oracle : make_oracle()->name();
-  try {
-    exclude_what_the_oracle_lacks(scope, oracle_caps, args.profile, expectations);
-  } catch (const std::exception& e) {
-    std::cerr << "lockstep run: --oracle: " << e.what() << "\n";
-    return kExitInputError;
-  }
-  if (!args.oracle_expectations_file.empty()) {  // SEMANTICS 20.4: the oracle's own differences from the C++ API
-    try {
-      expectations.append(turned_around(load_expectations(args.oracle_expectations_file),
-                                        oracle_caps->pytorch_version.empty() ? args.oracle : oracle_caps->pytorch_version));
-    } catch (const std::exception& e) {
-      std::cerr << "lockstep run: --oracle-expectations: " << e.what() << "\n";
-      return kExitInputError;
-    }
-  }
-  apply_version_rules(scope, subject->pytorch_version(),
-                      oracle_caps && !oracle_caps->pytorch_version.empty() ? oracle_caps->pytorch_version : oracle_name);
   if (!args.special_values && args.special_values_every == 0) scope.not_generated.insert("special_values");
   for (const std::string& w : scope.coverage.warnings) std::cerr << "lockstep run: warning: " << w << "\n";
 

@@ -2,6 +2,7 @@
 
 #include "conformance/program/coverage_cells.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -127,6 +128,29 @@ void exclude_what_the_oracle_lacks(RunScope& s, const Capabilities* oracle_caps,
   p.name += ", the oracle's";
   apply_profile(p, *s.scope, expectations);
   s.coverage.profile = s.coverage.profile.empty() ? p.name : s.coverage.profile + "; " + p.name;
+}
+
+RunScope make_scope_against_oracle(const ScopeAgainstOracle& in, Expectations& expectations) {
+  // Entries for other PyTorch versions than the implementation's ("when", expectations.h) do not apply here.
+  expectations.keep_for_version(in.implementation_version);
+  RunScope scope = make_run_scope(in.caps, in.zero_grad_rule, in.features, in.exclude_features, in.profile, expectations);
+  try {
+    exclude_what_the_oracle_lacks(scope, in.oracle_caps, in.profile, expectations);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--oracle: ") + e.what());
+  }
+  // The oracle's version: its hello's, else what its name says (the command, or the in-process engine's name).
+  const std::string oracle_version =
+      in.oracle_caps && !in.oracle_caps->pytorch_version.empty() ? in.oracle_caps->pytorch_version : in.oracle_name;
+  if (!in.oracle_expectations_file.empty()) {  // SEMANTICS 20.4: the oracle's own differences from the C++ API
+    try {
+      expectations.append(turned_around(load_expectations(in.oracle_expectations_file), oracle_version));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("--oracle-expectations: ") + e.what());
+    }
+  }
+  apply_version_rules(scope, in.implementation_version, oracle_version);
+  return scope;
 }
 
 void apply_version_rules(RunScope& s, const std::string& implementation_version, const std::string& oracle_version) {

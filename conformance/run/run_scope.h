@@ -3,7 +3,7 @@
 // version rules), each case in or left out with the reason, and the coverage record the report carries.
 //
 // Example:
-//   RunScope scope = make_run_scope(subject->capabilities(), subject->zero_grad_rule(), "", "", "", expectations);
+//   RunScope scope = make_scope_against_oracle({caps, zero_grad_rule, version, oracle_caps, oracle_name}, expectations);
 //   const std::set<std::string> features = program_features(program);  // once per program
 //   if (in_scope(scope, id, program, features, &why)) { ... run it ...; count_case(scope, program, features, result); }
 //   finish_coverage(scope, report, expectations);
@@ -46,6 +46,21 @@ RunScope make_run_scope(const Capabilities& caps, const std::string& zero_grad_r
 // profile cannot be read.
 void exclude_what_the_oracle_lacks(RunScope& s, const Capabilities* oracle_caps, const std::string& profile,
                                    Expectations& expectations);
+// The scope of a run against its oracle, in one call for `lockstep run` and `lockstep mutants --oracle`: the entries of
+// `expectations` for the implementation's version (keep_for_version), make_run_scope, exclude_what_the_oracle_lacks,
+// the oracle's own expectations file turned around (SEMANTICS 20.4, appended to `expectations`) and the version rules.
+// Throws std::invalid_argument (a bad flag), InputError (the profile) or std::runtime_error: an error of the
+// oracle's profile or of its expectations file, naming the flag ("--oracle: ...", "--oracle-expectations: ...").
+struct ScopeAgainstOracle {
+  const Capabilities& caps;               // the implementation's hello
+  std::string zero_grad_rule;             // TestedImplementation::zero_grad_rule()
+  std::string implementation_version;     // its PyTorch version, or empty
+  const Capabilities* oracle_caps;        // a driver oracle's hello; null: LibTorch's C++ API in-process
+  std::string oracle_name;                // the --oracle command, or the in-process oracle's name (its version)
+  std::string features, exclude_features, profile;  // --features, --exclude-features, --profile
+  std::string oracle_expectations_file;   // --oracle-expectations, or empty
+};
+RunScope make_scope_against_oracle(const ScopeAgainstOracle& in, Expectations& expectations);
 // Where the implementation follows another generation of PyTorch than the oracle it is compared with (1.x against
 // 2.x, either way) and the two differ in more than a default (SEMANTICS 12.5): the programs in which they differ
 // are left out with the rule's reason (rule `embedding-saved-weight-by-version`, listed in the report). Today one
