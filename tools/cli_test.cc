@@ -501,4 +501,21 @@ TEST(Cli, MarkdownShowsFailuresBeforeCoverage) {
   files::remove_all(d);
 }
 
+// lockstep mutants --oracle: the allclose columns read the driver oracle's trace of the killing program, the one the
+// comparison asked it for (TestedImplementation::oracle_trace). With the impl driver as the oracle, maximize ignored is
+// caught by allclose too; without that trace the columns would say missed.
+TEST(Cli, MutantsAllcloseColumnsReadTheDriverOraclesTrace) {
+  const std::string dir = temp_dir("mutants-oracle-allclose");
+  Result r = run(std::string("mutants --oracle ") + IMPL_DRIVER + " --only maximize_ignored --paths in-process --count 20 "
+                 "--report-dir " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json report = nlohmann::json::parse(read_file(dir + "/mutants-report.json"));
+  const nlohmann::json& row = report.at("mutants").at(0);
+  EXPECT_EQ(row.at("mutant"), "maximize_ignored");
+  const nlohmann::json& in_process = row.at("paths").at("in-process");
+  EXPECT_EQ(in_process.at("killed"), true);
+  EXPECT_EQ(in_process.at("allclose_shrunk"), "caught") << in_process.dump();
+  EXPECT_EQ(in_process.at("allclose_before_shrinking"), "caught") << in_process.dump();
+}
+
 }  // namespace

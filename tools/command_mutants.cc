@@ -303,20 +303,11 @@ class MutantsRun {
     gen.maximize = true;
   }
 
-  // allclose_verdict with the oracle's run of `program`: LibTorch in-process, or the driver oracle's trace (its
-  // zero_grad() default spelled out as impl's where they differ, SEM-12.1).
+  // allclose_verdict with the oracle's run of `program`, as the clean implementation's path compares with: LibTorch
+  // in-process, or the driver oracle's trace (TestedImplementation::oracle_trace).
   AllcloseVerdict allclose(const Program& program, const std::string& mutant) {
-    if (args_.oracle.empty()) {
-      auto oracle = make_engine("oracle");
-      return allclose_verdict(run_program(program, *oracle), program, mutant);
-    }
-    if (!oracle_driver_)
-      oracle_driver_ = driver_implementation([] { return make_engine("oracle"); }, args_.oracle, DriverOptions{}, Tolerance{});
-    const bool mine = clean_->zero_grad_default_none();
-    const Program for_oracle =
-        mine != clean_->oracle_zero_grad_default_none() ? spell_out_zero_grad(program, mine) : program;
     std::string why;
-    std::optional<Trace> oracle_trace = oracle_driver_->trace("allclose", for_oracle, why);
+    std::optional<Trace> oracle_trace = clean_->oracle_trace("allclose", program, why);
     return oracle_trace ? allclose_verdict(*oracle_trace, program, mutant) : AllcloseVerdict::Missed;
   }
 
@@ -371,7 +362,6 @@ class MutantsRun {
   std::vector<std::set<std::string>> case_features_;  // program_features() of cases_[k], computed once
   std::vector<bool> case_in_scope_;                   // whether cases_[k] runs (--oracle: the driver oracle's scope)
   RunScope scope_;                                    // --oracle: limit_to_the_driver_oracle()
-  std::unique_ptr<TestedImplementation> oracle_driver_;  // --oracle: the oracle's own traces, for allclose
   Expectations expectations_;
   const SuitePath& path_;
   std::unique_ptr<TestedImplementation> clean_;

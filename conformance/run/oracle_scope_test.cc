@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "conformance/generate/generators.h"
+#include "conformance/program/data_dir.h"
 #include "conformance/program/features.h"
 
 namespace lockstep {
@@ -62,6 +63,53 @@ TEST(OracleScope, TheOraclesProfileAppliesTurnedAround) {
   exclude_what_the_oracle_lacks(none, &caps, "none", untouched);
   EXPECT_TRUE(untouched.entries.empty());
   EXPECT_EQ(none.scope->excluded({"group_options_partial"}), nullptr);
+}
+
+// make_scope_against_oracle, the one call of `lockstep run --oracle` and `lockstep mutants --oracle`: the oracle's
+// hello narrows the scope, its expectations file applies turned around and decided at the oracle's version, the
+// version rules see both versions, and a file that cannot be read is an error naming its flag.
+TEST(OracleScope, AgainstADriverOracleOneCallAppliesTheOraclesHelloExpectationsAndVersion) {
+  const Capabilities impl_caps;  // an in-process engine: everything
+  const Capabilities oracle_caps = capabilities_from_hello(json::parse(
+      R"({"name": "py", "version": "1", "protocol": 8, "pytorch_version": "2.6.0",
+          "supports": {"ops": ["add", "embedding", "sum"], "optimizers": {"sgd": ["lr", "maximize"]}}})"));
+  const std::string file = source_dir() + "/fixtures/expectations/pytorch-python.json";
+  auto turned_lerp_entries = [](const Expectations& e) {
+    int n = 0;
+    for (const Expectation& x : e.entries)
+      if (x.reason.find("lerp_(grad, 1 - beta1)") != std::string::npos) {
+        ++n;
+        EXPECT_NE(x.source.find("turned around"), std::string::npos) << x.source;
+      }
+    return n;
+  };
+  Expectations e;
+  RunScope s = make_scope_against_oracle({impl_caps, "", "1.13.1", &oracle_caps, "python3 py.py", "", "", "", file}, e);
+  EXPECT_EQ(turned_lerp_entries(e), 1);  // "when >= 2.0" holds for the oracle's 2.6
+  EXPECT_NE(s.scope->excluded({"sgd.momentum"}), nullptr);
+  EXPECT_EQ(s.scope->excluded({"sgd.maximize"}), nullptr);
+  bool version_rule = false;  // 1.13 against 2.6: a retained embedding graph after a step is left out (SEM-12.5)
+  for (const auto& [features, why] : s.coverage.left_out)
+    version_rule = version_rule || (features == std::vector<std::string>{"op:embedding", "backward_after_step"});
+  EXPECT_TRUE(version_rule);
+
+  // An oracle of 1.13: the entry is not for it; one generation: no version rule.
+  const Capabilities old_caps =
+      capabilities_from_hello(json::parse(R"({"name": "py", "version": "1", "protocol": 8, "pytorch_version": "1.13.1"})"));
+  Expectations e113;
+  RunScope s113 = make_scope_against_oracle({impl_caps, "", "1.13.1", &old_caps, "python3 py.py", "", "", "", file}, e113);
+  EXPECT_EQ(turned_lerp_entries(e113), 0);
+  for (const auto& [features, why] : s113.coverage.left_out)
+    EXPECT_NE(features, (std::vector<std::string>{"op:embedding", "backward_after_step"}));
+
+  Expectations bad;
+  try {
+    make_scope_against_oracle({impl_caps, "", "1.13.1", &oracle_caps, "python3 py.py", "", "", "", "/nonexistent.json"},
+                              bad);
+    ADD_FAILURE() << "no error for a file that does not exist";
+  } catch (const std::runtime_error& x) {
+    EXPECT_EQ(std::string(x.what()).rfind("--oracle-expectations: /nonexistent.json", 0), 0u) << x.what();
+  }
 }
 
 // SEMANTICS 20.4: the generator sets maximize only when asked (a driver oracle that has it), from its own stream: the

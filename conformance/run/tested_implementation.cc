@@ -98,6 +98,19 @@ std::string exception_text(const std::exception& e) {
   return e.what();
 }
 
+// LibTorch's trace of `program` (`make_oracle`), its zero_grad() default spelled out as `mine` where they differ.
+std::optional<Trace> libtorch_trace(const EngineFactory& make_oracle, bool mine, const Program& program,
+                                    std::string& why) {
+  try {
+    auto oracle = make_oracle();
+    if (mine != oracle->zero_grad_sets_to_none_by_default()) oracle = with_zero_grad_default(std::move(oracle), mine);
+    return run_program(program, *oracle);
+  } catch (const std::exception& e) {
+    why = "the oracle threw: " + exception_text(e);
+    return std::nullopt;
+  }
+}
+
 class InProcess : public TestedImplementation {
  public:
   InProcess(EngineFactory make_oracle, EngineFactory make_under_test, LockstepOptions options)
@@ -129,6 +142,9 @@ class InProcess : public TestedImplementation {
       why = exception_text(e);
       return std::nullopt;
     }
+  }
+  std::optional<Trace> oracle_trace(const std::string&, const Program& program, std::string& why) override {
+    return libtorch_trace(make_oracle_, zero_grad_default_none(), program, why);
   }
 
  protected:
@@ -212,6 +228,10 @@ class Driver : public TestedImplementation {
 
   std::string declined() const override { return skipped_; }
 
+  std::optional<Trace> oracle_trace(const std::string&, const Program& program, std::string& why) override {
+    return libtorch_trace(make_oracle_, zero_grad_default_none(), program, why);
+  }
+
   std::string fatal_error() const override {
     if (!hello_error_.empty()) return hello_error_;
     return driver_.startup_failed() ? driver_.startup_failure() : std::string();
@@ -268,9 +288,7 @@ class AgainstDriverOracle : public TestedImplementation {
     r.mode = RunMode::FreeRunning;
     r.oracle_engine = oracle_.command();
     r.under_test_engine = subject_->name();
-    const bool mine = zero_grad_default_none();
-    const Program for_oracle = mine != oracle_zero_grad_default_none() ? spell_out_zero_grad(program, mine) : program;
-    DriverOutcome expected = run_on_driver(oracle_, id, program_to_json(for_oracle));
+    const DriverOutcome& expected = oracle_outcome(id, program);
     if (expected.kind == DriverOutcome::Kind::Unsupported) {
       r.skipped = fmt::format("the oracle driver answered unsupported '{}'", expected.feature);
       return r;
@@ -299,6 +317,14 @@ class AgainstDriverOracle : public TestedImplementation {
 
   std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) override {
     return subject_->trace(id, program, why);
+  }
+  std::optional<Trace> oracle_trace(const std::string& id, const Program& program, std::string& why) override {
+    const DriverOutcome& out = oracle_outcome(id, program);
+    if (out.kind == DriverOutcome::Kind::Trace) return out.trace;
+    why = out.kind == DriverOutcome::Kind::Unsupported
+              ? fmt::format("the oracle driver answered unsupported '{}'", out.feature)
+              : fmt::format("the oracle driver failed ({}): {}", out.failure_category, out.failure);
+    return std::nullopt;
   }
   std::string declined() const override { return subject_->declined(); }
 
@@ -336,8 +362,24 @@ class AgainstDriverOracle : public TestedImplementation {
   }
 
  private:
+  // The oracle driver's answer for `program` (its zero_grad() default spelled out as the subject's, SEM-12.1). The last
+  // answer is kept: oracle_trace() of the program run() just compared sends nothing.
+  const DriverOutcome& oracle_outcome(const std::string& id, const Program& program) {
+    const bool mine = zero_grad_default_none();
+    const Program for_oracle = mine != oracle_zero_grad_default_none() ? spell_out_zero_grad(program, mine) : program;
+    const nlohmann::ordered_json program_json = program_to_json(for_oracle);
+    std::string key = program_json.dump();
+    if (!last_outcome_ || key != last_program_) {
+      last_outcome_ = run_on_driver(oracle_, id, program_json);
+      last_program_ = std::move(key);
+    }
+    return *last_outcome_;
+  }
+
   std::unique_ptr<TestedImplementation> subject_;
   ExternalDriver oracle_;
+  std::optional<DriverOutcome> last_outcome_;
+  std::string last_program_;  // the JSON text last_outcome_ answers
   Tolerance tolerance_;
   bool oracle_read_ = false;
   Capabilities oracle_caps_;

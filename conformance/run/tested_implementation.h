@@ -39,6 +39,10 @@ class TestedImplementation {
   // The trace of `program` alone (the claims of named cases are checked on it); nullopt, with `why`, when
   // the implementation gave none.
   virtual std::optional<Trace> trace(const std::string& id, const Program& program, std::string& why) = 0;
+  // The oracle's trace of `program`, the one run() compares with (its zero_grad() default spelled out as the
+  // implementation's where they differ, SEM-12.1); nullopt, with `why`, when the oracle gave none. A driver oracle
+  // answers from its last run() when that was the same program (lockstep mutants' allclose column reads it after).
+  virtual std::optional<Trace> oracle_trace(const std::string& id, const Program& program, std::string& why) = 0;
   // Non-empty when the implementation cannot run at all (a driver that fails to start): the run must end.
   virtual std::string fatal_error() const { return ""; }
   // After trace() gave nullopt: non-empty when the implementation declined the program (a driver's "unsupported").
