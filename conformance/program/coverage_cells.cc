@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "conformance/program/checkpoint_timeline.h"
 #include "conformance/program/features.h"
 #include "conformance/program/op_evaluator.h"
 #include "conformance/program/optimizer_descriptions.h"
@@ -391,38 +392,21 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
   std::set<std::string> defined;                                 // params whose grad is (probably) defined
   bool stepped_since_forward = false, any_create_graph = false;
   std::set<std::string> held, held_zeroed, held_none;
-  // Checkpoints (SEMANTICS §19): steps, the number of groups and an id of the options (features.cc), and their values
-  // at each save.
-  const size_t program_groups = p.optimizer ? p.optimizer->groups.size() : 0;
-  int steps = 0, options_id = 0, next_options_id = 0;
-  size_t group_count = program_groups;
-  struct Saved { int steps; size_t group_count; int options_id; };
-  std::map<std::string, Saved> saved;
+  CheckpointTimeline checkpoints(p);  // SEMANTICS §19
   for (const Action& a : p.actions) {
+    const int steps_before = checkpoints.steps();
+    const CheckpointTimeline::Load load = checkpoints.apply(a);
     switch (a.kind) {
-      case ActionKind::SetOptions: options_id = ++next_options_id; break;
-      case ActionKind::AddParamGroup: ++group_count; break;
       case ActionKind::StateDict:
-        if (steps == 0) add("checkpoint saved before any step");
-        saved[a.checkpoint] = {steps, group_count, options_id};
+        if (steps_before == 0) add("checkpoint saved before any step");
         break;
-      case ActionKind::LoadStateDict: {
-        if (a.fresh) {
-          add("load into a fresh optimizer");
-          group_count = program_groups;
-          options_id = 0;
-        }
-        auto it = saved.find(a.checkpoint);
-        if (it == saved.end()) break;
-        if (it->second.steps != steps) add("load after steps since the save");
-        if (it->second.group_count != group_count) {
-          add("load, groups differ");
-        } else if (it->second.options_id != options_id) {
-          add("load, options differ");
-          options_id = ++next_options_id;
-        }
+      case ActionKind::LoadStateDict:
+        if (a.fresh) add("load into a fresh optimizer");
+        if (!load.saved) break;
+        if (load.steps_since_save) add("load after steps since the save");
+        if (load.groups_differ) add("load, groups differ");
+        if (load.options_differ) add("load, options differ");
         break;
-      }
       case ActionKind::Forward: {
         output = a.loss ? a.loss.get() : p.loss.get();
         if (a.no_grad) add("no_grad forward");
@@ -528,7 +512,6 @@ void situation_cells(const Program& p, const std::map<std::string, const ParamSp
         break;
       }
       case ActionKind::Step:
-        ++steps;
         if (!any_backward) add("step before any backward");
         stepped_since_backward = true;
         stepped_since_forward = true;

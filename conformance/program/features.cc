@@ -1,6 +1,7 @@
 // program_features(): the static scan of a program behind capabilities, scopes, profiles and coverage.
 #include "conformance/program/features.h"
 
+#include "conformance/program/checkpoint_timeline.h"
 #include "conformance/program/op_descriptions.h"
 
 #include <cmath>
@@ -212,12 +213,8 @@ std::set<std::string> program_features(const Program& program) {
     for (const ParamGroupSpec& g : program.optimizer->groups) grouped.insert(g.params.begin(), g.params.end());
   // What the optimizer has been through, for checkpoints (SEM-19.2, 19.3): the groups added and option changes so far
   // (counted as made, whether they succeed or not), and their counts at each checkpoint's save.
-  // The optimizer's groups and options as they change, for checkpoints (SEM-19.2, 19.3): the number of groups (an add
-  // counted as made, whether it succeeds or not) and an id of the options that no other state of them shares (0: the
-  // program's; after a load whose options differed, unknown, so a new id); both at each save.
-  size_t group_count = program.optimizer ? program.optimizer->groups.size() : 0;
-  int options_id = 0, next_options_id = 0;
-  std::map<std::string, std::pair<size_t, int>> saved;
+  // The optimizer's groups and options as they change, for checkpoints (SEM-19.2, 19.3).
+  CheckpointTimeline checkpoints(program);
   // Parameters that may have optimizer state (a step with their grad defined; Adagrad's from construction, SEM-15.2),
   // now and at each save.
   const bool state_at_construction = program.optimizer && program.optimizer->kind == OptimizerKind::Adagrad;
@@ -225,6 +222,7 @@ std::set<std::string> program_features(const Program& program) {
   std::map<std::string, std::set<std::string>> stateful_at_save;
   // The actions in the order they run; a step's closure before the step's update (SEM-17.1), once.
   std::function<void(const Action&)> scan_action = [&](const Action& a) {
+    const CheckpointTimeline::Load load = checkpoints.apply(a);
     switch (a.kind) {
       case ActionKind::Forward:
         if (a.loss) scan(*a.loss);
@@ -295,7 +293,6 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::SetOptions:
         f.insert("set_options");
-        options_id = ++next_options_id;
         if (program.optimizer) {
           non_default_options(program.optimizer->kind, a.options, f);
           if (invalid(program.optimizer->kind, a.options)) f.insert("invalid_options");
@@ -305,7 +302,6 @@ std::set<std::string> program_features(const Program& program) {
         break;
       case ActionKind::AddParamGroup:
         f.insert("add_param_group");
-        ++group_count;
         grouped.insert(a.new_group.params.begin(), a.new_group.params.end());
         if (program.optimizer) scan_group(a.new_group, *program.optimizer);
         break;
@@ -323,15 +319,12 @@ std::set<std::string> program_features(const Program& program) {
       }
       case ActionKind::StateDict:
         f.insert("state_dict");
-        saved[a.checkpoint] = {group_count, options_id};
         stateful_at_save[a.checkpoint] = stateful;
         break;
       case ActionKind::LoadStateDict: {
         f.insert("load_state_dict");
         if (a.fresh) {  // the new optimizer has the program's groups and options
           f.insert("load_fresh");
-          group_count = program.optimizer ? program.optimizer->groups.size() : 0;
-          options_id = 0;
           grouped.clear();  // zero_grad's reach: the program's groups again
           stateful.clear();
           if (program.optimizer)
@@ -340,17 +333,12 @@ std::set<std::string> program_features(const Program& program) {
               if (state_at_construction) stateful.insert(g.params.begin(), g.params.end());
             }
         }
-        auto it = saved.find(a.checkpoint);
-        if (it == saved.end()) break;
+        if (!load.saved) break;
         for (const std::string& n : stateful)
           if (!stateful_at_save[a.checkpoint].count(n)) f.insert("load_drops_state");
         stateful.insert(stateful_at_save[a.checkpoint].begin(), stateful_at_save[a.checkpoint].end());
-        if (it->second.first != group_count) {
-          f.insert("load_groups_differ");
-        } else if (it->second.second != options_id) {
-          f.insert("load_options_differ");
-          options_id = ++next_options_id;  // kept (1.13) or restored (2.x): either way not a state seen before
-        }
+        if (load.groups_differ) f.insert("load_groups_differ");
+        if (load.options_differ) f.insert("load_options_differ");
         break;
       }
     }

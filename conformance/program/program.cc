@@ -1,6 +1,7 @@
 // The program model: names, builders, shape inference and static validation (see program.h).
 #include "conformance/program/program.h"
 
+#include "conformance/program/checkpoint_timeline.h"
 #include "conformance/program/op_descriptions.h"
 
 #include "conformance/program/optimizer_descriptions.h"
@@ -442,20 +443,14 @@ bool lists_a_param_twice(const Program& p) {
 void check_checkpoints(const Program& p) {
   // Checkpoints (SEMANTICS §19.5): the optimizer's groups as parameter lists, as add_param_group and fresh loads change
   // them (an add taken to succeed: one that fails lists a parameter twice, refused below anyway), and at each save.
-  std::vector<std::vector<std::string>> groups;
-  if (p.optimizer)
-    for (const ParamGroupSpec& g : p.optimizer->groups) groups.push_back(g.params);
-  const std::vector<std::vector<std::string>> program_groups = groups;
-  std::map<std::string, std::vector<std::vector<std::string>>> saved_groups;
+  CheckpointTimeline checkpoints(p);
   const bool listed_twice = lists_a_param_twice(p);
   bool added_under_adagrad = false;
   for (size_t i = 0; i < p.actions.size(); ++i) {
     const std::string path = "/actions/" + std::to_string(i);
     const Action& a = p.actions[i];
-    if (a.kind == ActionKind::AddParamGroup) {
-      groups.push_back(a.new_group.params);
-      added_under_adagrad = p.optimizer && p.optimizer->kind == OptimizerKind::Adagrad;
-    }
+    const CheckpointTimeline::Load load = checkpoints.apply(a);
+    if (a.kind == ActionKind::AddParamGroup) added_under_adagrad = p.optimizer && p.optimizer->kind == OptimizerKind::Adagrad;
     if (a.kind != ActionKind::StateDict && a.kind != ActionKind::LoadStateDict) continue;
     if (p.optimizer && p.optimizer->kind == OptimizerKind::LBFGS)
       throw ProgramError(path, std::string(action_name(a.kind)) +
@@ -467,24 +462,21 @@ void check_checkpoints(const Program& p) {
         throw ProgramError(path, "state_dict of Adagrad after add_param_group: LibTorch 1.13's Adagrad leaves an added "
                                  "parameter a null state at its step (SEM-15.2) and torch::save crashes on it (SEM-19.3), "
                                  "so lockstep does not run it");
-      saved_groups[a.checkpoint] = groups;
       continue;
     }
-    auto saved = saved_groups.find(a.checkpoint);
-    if (saved == saved_groups.end())
+    if (!load.saved)
       throw ProgramError(path + "/checkpoint", "no earlier state_dict saved checkpoint '" + a.checkpoint + "'");
     if (listed_twice)
       throw ProgramError(path, "load_state_dict where the groups list a parameter twice: LibTorch 1.13's load leaves that "
                                "parameter a null state and its next step crashes (SEM-19.3), so lockstep does not run it");
-    if (a.fresh) {
-      groups = program_groups;
-      added_under_adagrad = false;
-    }
+    if (a.fresh) added_under_adagrad = false;
     // Groups of the saved sizes holding other parameters: the load gives a parameter the state saved for another
     // (positions, SEM-19.3), which may not fit it. Not modelled.
-    bool same_sizes = saved->second.size() == groups.size();
-    for (size_t g = 0; same_sizes && g < groups.size(); ++g) same_sizes = saved->second[g].size() == groups[g].size();
-    if (same_sizes && saved->second != groups)
+    const CheckpointTimeline::Groups& saved = load.saved->groups;
+    const CheckpointTimeline::Groups& groups = checkpoints.groups();
+    bool same_sizes = saved.size() == groups.size();
+    for (size_t g = 0; same_sizes && g < groups.size(); ++g) same_sizes = saved[g].size() == groups[g].size();
+    if (same_sizes && saved != groups)
       throw ProgramError(path, "load_state_dict into groups that list other parameters than the saved ones at the same "
                                "positions: the load would give a parameter the state saved for another (SEM-19.3), "
                                "which lockstep does not model");
