@@ -255,7 +255,8 @@ std::string mutant_names_joined() {
   return names;
 }
 
-std::unique_ptr<Engine> make_mutant_engine(const std::string& name, bool zero_grad_default_none) {
+std::unique_ptr<Engine> make_mutant_engine(const std::string& name, std::optional<bool> zero_grad_default) {
+  const bool zero_grad_default_none = zero_grad_default.value_or(oracle_build_version().major >= 2);  // SEM-12.1
   const std::optional<Mutant> m = mutant_from_name(name);
   if (!m) throw std::invalid_argument("unknown mutant '" + name + "' (known: " + mutant_names_joined() + ")");
   if (std::unique_ptr<ImplEngine> e = mutants_detail::make_action_mutant(*m, zero_grad_default_none)) return e;

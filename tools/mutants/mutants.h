@@ -149,7 +149,10 @@ const char* mutant_name(Mutant m);
 std::string mutant_names_joined();
 
 // impl with mutant `name`, as an engine named "impl+NAME"; throws std::invalid_argument listing the known names
-// for an unknown one. `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1).
-std::unique_ptr<Engine> make_mutant_engine(const std::string& name, bool zero_grad_default_none = false);
+// for an unknown one. `zero_grad_default_none`: what zero_grad() with no argument does (SEM-12.1); not given, impl's
+// own (make_impl_engine: the PyTorch generation of the LibTorch lockstep was built with), so that on a 2.x build a
+// mutant differs from impl in its one change only.
+std::unique_ptr<Engine> make_mutant_engine(const std::string& name,
+                                           std::optional<bool> zero_grad_default_none = std::nullopt);
 
 }  // namespace lockstep
